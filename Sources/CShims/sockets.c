@@ -1,0 +1,29 @@
+#define _GNU_SOURCE
+#include "CShims.h"
+
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int CShims_accept_nonblocking(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+int CShims_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int CShims_reflink(int dest_fd, int source_fd) {
+    return ioctl(dest_fd, FICLONE, source_fd);
+}
+
+ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd, size_t length) {
+    return copy_file_range(source_fd, source_offset, dest_fd, NULL, length, 0);
+}

@@ -1,0 +1,79 @@
+import Foundation
+import UploadCore
+
+/// Checks of option and argument values that need no daemon, so mistakes fail fast with exit 64.
+enum ArgumentValues {
+    /// A job ID as `add` and `list` print it: a positive decimal number.
+    static func jobID(_ text: String) throws(UsageError) -> JobID {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let id = JobID(text)
+        else {
+            throw UsageError("'\(text)' is not a job ID; IDs are positive decimal numbers, as 'uploadctl list' shows")
+        }
+        return id
+    }
+
+    /// Several job IDs, without duplicates, in the order given.
+    static func jobIDs(_ texts: [String]) throws(UsageError) -> [JobID] {
+        var seen = Set<JobID>()
+        var ids: [JobID] = []
+        for text in texts {
+            let id = try jobID(text)
+            if seen.insert(id).inserted { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// A value of a string enum, with the allowed values in the error.
+    static func choice<Value: RawRepresentable & CaseIterable>(
+        _ text: String, option: String, as type: Value.Type
+    ) throws(UsageError) -> Value where Value.RawValue == String {
+        guard let value = Value(rawValue: text) else {
+            let allowed = Value.allCases.map(\.rawValue).joined(separator: ", ")
+            throw UsageError("'\(text)' is not a valid \(option) value; use one of: \(allowed)")
+        }
+        return value
+    }
+
+    /// A SIZE such as `8M`, checked with the daemon's own parser and sent as typed.
+    static func size(_ text: String, option: String) throws(UsageError) -> String {
+        do {
+            _ = try ByteSize.parse(text)
+        } catch {
+            throw UsageError("\(option): \(error.description)")
+        }
+        return text
+    }
+
+    /// A whole number, possibly negative.
+    static func integer(_ text: String, option: String) throws(UsageError) -> Int {
+        guard let value = Int(text) else { throw UsageError("\(option) needs a whole number, not '\(text)'") }
+        return value
+    }
+
+    /// A number of seconds, fractions allowed, not negative.
+    static func seconds(_ text: String, option: String) throws(UsageError) -> Double {
+        guard let value = Double(text), value.isFinite, value >= 0 else {
+            throw UsageError("\(option) needs a number of seconds (0 or more), not '\(text)'")
+        }
+        return value
+    }
+
+    /// `K: V`, as curl's `-H` takes it.
+    static func header(_ text: String) throws(UsageError) -> String {
+        guard let colon = text.firstIndex(of: ":"),
+            !text[..<colon].trimmingCharacters(in: .whitespaces).isEmpty
+        else {
+            throw UsageError("--header needs 'Name: value', not '\(text)'")
+        }
+        return text
+    }
+
+    /// `K=V`, as curl's `-F` takes it.
+    static func field(_ text: String) throws(UsageError) -> String {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+            throw UsageError("--field needs 'name=value', not '\(text)'")
+        }
+        return text
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+import UploadCore
+
+/// Where output goes. Commands write whole strings; each call is one write, so lines are never torn.
+struct OutputStreams {
+    var standardOutput: (String) -> Void
+    var standardError: (String) -> Void
+
+    /// The process's stdout and stderr.
+    static var process: OutputStreams {
+        OutputStreams(
+            standardOutput: { writeAll($0, to: STDOUT_FILENO) }, standardError: { writeAll($0, to: STDERR_FILENO) })
+    }
+
+    /// Writes without buffering, so `watch` lines reach a pipe as they happen.
+    private static func writeAll(_ text: String, to descriptor: Int32) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { buffer in
+                try? systemCall("write") { Glibc.write(descriptor, buffer.baseAddress, buffer.count) }
+            }
+            guard let written, written > 0 else { return }  // a closed pipe: nothing more to say
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
+
+/// What a command needs to run: the global options, the working directory, and where to print.
+struct CommandContext {
+    var socketPath: String
+    /// `--json`: print JSON documents for programs instead of text for people.
+    var json: Bool
+    /// For making `add`'s relative paths absolute.
+    var workingDirectory: String
+    var output: OutputStreams
+
+    /// Opens a connection to the daemon; fails with `ControlClientError.unreachable`.
+    func connect() throws(ControlClientError) -> ControlConnection {
+        try ControlConnection(socketPath: socketPath)
+    }
+
+    /// Prints a line (a newline is added).
+    func print(_ line: String) { output.standardOutput(line + "\n") }
+
+    /// Prints several lines in one write.
+    func print(lines: [String]) {
+        if !lines.isEmpty { output.standardOutput(lines.joined(separator: "\n") + "\n") }
+    }
+
+    /// Prints `uploadctl: MESSAGE` on stderr.
+    func printError(_ message: String) { output.standardError("uploadctl: \(message)\n") }
+
+    /// Prints a value as one JSON document on one line, with the protocol's encoder.
+    func printJSON<Value: Encodable>(_ value: Value) throws {
+        let data = try JSONCoding.encoder.encode(value)
+        output.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Glibc
+import UploadCore
+
+/// A blocking JSON-RPC connection to the daemon's control socket: one request line out, answers and
+/// notifications in, one JSON document per line.
+///
+/// Not thread-safe: one thread uses a connection at a time. Notifications that arrive while a call
+/// waits for its answer are kept, in order, for `nextNotification(until:)`.
+final class ControlConnection {
+    let socketPath: String
+    private let descriptor: Int32
+    /// Answers can be far larger than the daemon's 1 MiB request limit (a list of every job).
+    private var framer = LineFramer(maxLineLength: 1 << 30)
+    private var pendingLines: ArraySlice<[UInt8]> = []
+    private var queuedNotifications: ArraySlice<RPCNotification> = []
+    private var nextRequestID = 1
+    private var readBuffer = [UInt8](repeating: 0, count: 1 << 16)
+
+    /// Connects to the Unix socket at `socketPath`. The corresponding C calls are `socket` and `connect`.
+    init(socketPath: String) throws(ControlClientError) {
+        self.socketPath = socketPath
+        let socketType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        do {
+            descriptor = try systemCall("socket") { socket(AF_UNIX, socketType, 0) }
+        } catch {
+            throw .unreachable(socketPath: socketPath, reason: error.message)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else {
+            close(descriptor)
+            throw .unreachable(socketPath: socketPath, reason: "the path is longer than \(capacity - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: pathBytes) }
+        // Not retried on EINTR: an interrupted connect goes on in the background and a second call
+        // fails with EALREADY. uploadctl installs no signal handlers, so it cannot be interrupted anyway.
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if result == -1 {
+            let failure = SystemCallError(operation: "connect", errorNumber: errno)
+            close(descriptor)
+            throw .unreachable(socketPath: socketPath, reason: failure.message)
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends one request and returns its result; throws the daemon's `RPCError` or a `ControlClientError`.
+    func call(_ method: ControlMethod, _ params: JSONValue = .object([:])) throws -> JSONValue {
+        try callBatch([(method, params)])[0].get()
+    }
+
+    /// Sends one request with typed params and decodes its result.
+    func call<Params: Encodable, Answer: Decodable>(
+        _ method: ControlMethod, params: Params, as answer: Answer.Type
+    ) throws -> Answer {
+        let result = try call(method, JSONValue(encoding: params))
+        do {
+            return try result.decode(Answer.self)
+        } catch {
+            throw ControlClientError.unexpectedAnswer("\(method.rawValue) returned something else than \(Answer.self)")
+        }
+    }
+
+    /// Sends the requests as one batch line (a lone request as a plain object) and returns each one's
+    /// outcome in the order given, matching answers by id whatever order they come in.
+    func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<JSONValue, RPCError>] {
+        guard !calls.isEmpty else { return [] }
+        let firstID = nextRequestID
+        nextRequestID += calls.count
+        let requests = calls.enumerated().map { offset, call in
+            RPCRequest(id: .number(Double(firstID + offset)), method: call.method.rawValue, params: call.params)
+        }
+        var line =
+            requests.count == 1
+            ? try JSONCoding.encoder.encode(requests[0]) : try JSONCoding.encoder.encode(requests)
+        line.append(UInt8(ascii: "\n"))
+        try send(Array(line))
+
+        var outcomes = [Result<JSONValue, RPCError>?](repeating: nil, count: calls.count)
+        var unanswered = calls.count
+        while unanswered > 0 {
+            guard let message = try readMessage(until: nil) else { continue }
+            switch message {
+            case .notification(let notification):
+                queuedNotifications.append(notification)
+            case .replies(let replies):
+                for reply in replies {
+                    guard let id = reply.id else {
+                        // The daemon could not read the request at all: that is this call's answer.
+                        if case .failure(let error) = reply.outcome { throw error }
+                        continue
+                    }
+                    let index = id - firstID
+                    guard outcomes.indices.contains(index), outcomes[index] == nil else { continue }
+                    outcomes[index] = reply.outcome
+                    unanswered -= 1
+                }
+            }
+        }
+        return outcomes.map { $0! }
+    }
+
+    /// The next notification, or nil when `deadline` passes first (nil waits for ever).
+    /// Throws `connectionLost` when the daemon closes the connection.
+    func nextNotification(until deadline: ContinuousClock.Instant?) throws(ControlClientError) -> RPCNotification? {
+        if let queued = queuedNotifications.popFirst() { return queued }
+        while let message = try readMessage(until: deadline) {
+            if case .notification(let notification) = message { return notification }
+        }
+        return nil
+    }
+
+    /// Drops the notifications that arrived while waiting for answers: an answer read after them is newer.
+    func discardQueuedNotifications() {
+        queuedNotifications = []
+    }
+
+    private func send(_ bytes: [UInt8]) throws(ControlClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemCallError) in
+                    try systemCall("send") {
+                        // MSG_NOSIGNAL: a daemon that went away is an error to report, not a SIGPIPE.
+                        Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                    }
+                }
+            }
+            do {
+                offset += try sent.get()
+            } catch {
+                throw .connectionLost(socketPath: socketPath, reason: error.message)
+            }
+        }
+    }
+
+    /// The next message, or nil when the deadline passed.
+    private func readMessage(until deadline: ContinuousClock.Instant?) throws(ControlClientError) -> IncomingMessage? {
+        while true {
+            while let line = pendingLines.popFirst() {
+                if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+                return try IncomingMessage.decode(line: line)
+            }
+            guard try waitUntilReadable(deadline) else { return nil }
+            let received = readBuffer.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemCallError) in
+                    try systemCall("read") { read(descriptor, buffer.baseAddress, buffer.count) }
+                }
+            }
+            let count: Int
+            do {
+                count = try received.get()
+            } catch {
+                throw .connectionLost(socketPath: socketPath, reason: error.message)
+            }
+            if count == 0 { throw .connectionLost(socketPath: socketPath, reason: "the daemon closed the connection") }
+            for output in framer.feed(readBuffer[..<count]) {
+                switch output {
+                case .line(let line): pendingLines.append(line)
+                case .tooLong: throw .unexpectedAnswer("a line longer than \(framer.maxLineLength) bytes")
+                }
+            }
+        }
+    }
+
+    /// Waits with `poll` until the socket has data (or was closed); false when the deadline passed.
+    private func waitUntilReadable(_ deadline: ContinuousClock.Instant?) throws(ControlClientError) -> Bool {
+        do {
+            let ready = try systemCall("poll") {
+                // Computed again on each try, so an interrupted wait does not start its timeout over.
+                var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                return poll(&entry, 1, Self.milliseconds(until: deadline))
+            }
+            return ready > 0
+        } catch {
+            throw .connectionLost(socketPath: socketPath, reason: error.description)
+        }
+    }
+
+    /// `poll`'s timeout: -1 for no deadline, else the milliseconds left, rounded up.
+    static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
+        guard let deadline else { return -1 }
+        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
+        if seconds >= Int64(Int32.max / 1000) { return Int32.max }
+        let roundedUp = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(seconds * 1000 + roundedUp)
+    }
+}
+
+@available(*, unavailable) extension ControlConnection: Sendable {}

@@ -1,0 +1,90 @@
+import UploadCore
+
+/// What is known of a set of jobs being waited for: their latest state, and which are not done.
+struct JobTracker {
+    /// The jobs followed, in the order named.
+    let ids: [JobID]
+    private(set) var jobs: [JobID: JobInfo] = [:]
+    private var unfinished: Set<JobID>
+
+    init(ids: [JobID]) {
+        self.ids = ids
+        unfinished = Set(ids)
+    }
+
+    /// Records a job's new state; jobs not followed are ignored.
+    mutating func update(_ job: JobInfo) {
+        guard jobs[job.id] != nil || unfinished.contains(job.id) else { return }
+        jobs[job.id] = job
+        if job.state.isTerminal { unfinished.remove(job.id) } else { unfinished.insert(job.id) }
+    }
+
+    /// Every followed job is completed, failed or canceled.
+    var isFinished: Bool { unfinished.isEmpty }
+
+    /// The jobs not yet terminal, in the order named.
+    var unfinishedIDs: [JobID] { ids.filter { unfinished.contains($0) } }
+
+    /// The latest known state of each followed job, in the order named.
+    var latestJobs: [JobInfo] { ids.compactMap { jobs[$0] } }
+}
+
+/// Waits for jobs to end with one subscription and one `job.get`, however many jobs: no polling.
+enum JobWaiter {
+    /// Subscribes to the jobs, reads their current state, then follows `job.state` notifications until
+    /// every job is terminal or `deadline` passes (then the tracker is not finished).
+    /// `onStart` sees the states read at first; `onNotification` sees every notification for these
+    /// jobs, after the tracker took it in.
+    static func follow(
+        _ ids: [JobID], on connection: ControlConnection, until deadline: ContinuousClock.Instant?,
+        onStart: (JobTracker) -> Void = { _ in },
+        onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
+    ) throws -> JobTracker {
+        var tracker = JobTracker(ids: ids)
+        _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams(ids: ids)))
+        let current = try connection.call(.get, params: JobSelection(ids: ids), as: JobList.self)
+        // Subscribed first, so nothing is missed; what arrived before the answer is older than it.
+        connection.discardQueuedNotifications()
+        current.jobs.forEach { tracker.update($0) }
+        onStart(tracker)
+        while !tracker.isFinished {
+            guard let notification = try connection.nextNotification(until: deadline) else { break }
+            if notification.method == ControlEvent.state.rawValue,
+                let job = try? notification.params.decode(JobInfo.self)
+            {
+                tracker.update(job)
+            }
+            onNotification(notification, tracker)
+        }
+        return tracker
+    }
+
+    /// Prints what went wrong and picks the exit status: 0 when every job completed, else 1.
+    /// With `--json`, prints `{"jobs": [...]}` with each job's latest state.
+    static func report(_ tracker: JobTracker, timeout: Double?, context: CommandContext) throws -> ExitCode {
+        var succeeded = tracker.isFinished
+        for job in tracker.latestJobs where job.state.isTerminal && job.state != .completed {
+            succeeded = false
+            if job.state == .failed {
+                context.printError("job \(job.id) failed: \(job.error?.message ?? "no reason given")")
+            } else {
+                context.printError("job \(job.id) \(job.state.rawValue)")
+            }
+        }
+        if !tracker.isFinished {
+            let waiting = tracker.unfinishedIDs
+            var list = waiting.prefix(10).map(\.description).joined(separator: ", ")
+            if waiting.count > 10 { list += " and \(waiting.count - 10) more" }
+            let after = timeout.map { " after \(JobFormatting.duration($0))" } ?? ""
+            context.printError("timed out\(after); still waiting for job\(waiting.count == 1 ? "" : "s") \(list)")
+        }
+        if context.json { try context.printJSON(JobList(jobs: tracker.latestJobs)) }
+        return succeeded ? .success : .failure
+    }
+
+    /// The instant `seconds` from now, or nil for no limit.
+    static func deadline(after seconds: Double?) -> ContinuousClock.Instant? {
+        guard let seconds else { return nil }
+        return .now + .milliseconds(Int64(min(seconds, 1e12) * 1000))
+    }
+}

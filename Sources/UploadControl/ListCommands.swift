@@ -1,0 +1,68 @@
+import UploadCore
+
+/// `uploadctl list [--state STATE]...`: every job, or those in the given states, as a table.
+struct ListCommand: ControlCommand {
+    static let name = "list"
+    static let abstract = "List jobs with their state and progress"
+    static let synopsis = "[--state STATE]..."
+    static let details = """
+        Options:
+          --state STATE   only jobs in this state (queued, running, paused, completed, failed,
+                          canceled); repeatable
+
+        With --json, prints the daemon's answer: {"jobs": [...]}.
+        """
+    static let options: [OptionSpec] = [.value("--state", "STATE")]
+
+    var states: [JobState]
+
+    init(parsed: ParsedArguments) throws(UsageError) {
+        try requireNoPositionals(parsed)
+        states = try parsed.values("--state").map { (text) throws(UsageError) in
+            try ArgumentValues.choice(text, option: "--state", as: JobState.self)
+        }
+    }
+
+    /// The `job.list` params.
+    var params: ListParams { ListParams(states: states.isEmpty ? nil : states) }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let result = try context.connect().call(.list, JSONValue(encoding: params))
+        if context.json {
+            try context.printJSON(result)
+        } else {
+            let list = try result.decode(JobList.self)
+            context.print(lines: JobFormatting.listLines(list.jobs))
+        }
+        return .success
+    }
+}
+
+/// `uploadctl show ID`: everything about one job.
+struct ShowCommand: ControlCommand {
+    static let name = "show"
+    static let abstract = "Show one job in detail, with its error, result and history"
+    static let synopsis = "ID"
+    static let details = "With --json, prints the job object."
+    static let options: [OptionSpec] = []
+
+    var id: JobID
+
+    init(parsed: ParsedArguments) throws(UsageError) {
+        guard let text = parsed.positionals.first else { throw UsageError("missing ID: name the job to show") }
+        guard parsed.positionals.count == 1 else {
+            throw UsageError("show takes one ID; 'uploadctl list' shows several")
+        }
+        id = try ArgumentValues.jobID(text)
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let result = try context.connect().call(.get, JSONValue(encoding: JobSelection(id: id)))
+        if context.json {
+            try context.printJSON(result)
+        } else {
+            context.print(lines: DetailFormatting.jobLines(try result.decode(JobInfo.self)))
+        }
+        return .success
+    }
+}

@@ -1,0 +1,96 @@
+import UploadCore
+
+/// `uploadctl wait ID... [--timeout SECONDS]`: blocks until the jobs end.
+struct WaitCommand: ControlCommand {
+    static let name = "wait"
+    static let abstract = "Wait until jobs have ended; exit 0 when all completed, 1 otherwise"
+    static let synopsis = "ID... [--timeout SECONDS]"
+    static let details = """
+        Options:
+          --timeout SECONDS   give up after this long (exit 1); fractions allowed
+
+        Prints nothing when every job completed; each failed or canceled job is named on stderr.
+        With --json, prints {"jobs": [...]} with each job's last state.
+        """
+    static let options: [OptionSpec] = [.value("--timeout", "SECONDS")]
+
+    var ids: [JobID]
+    var timeout: Double?
+
+    init(parsed: ParsedArguments) throws(UsageError) {
+        ids = try ArgumentValues.jobIDs(parsed.positionals)
+        guard !ids.isEmpty else { throw UsageError("missing ID: name the jobs to wait for") }
+        timeout = try parsed.value("--timeout").map { (text) throws(UsageError) in
+            try ArgumentValues.seconds(text, option: "--timeout")
+        }
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let deadline = JobWaiter.deadline(after: timeout)
+        let tracker = try JobWaiter.follow(ids, on: context.connect(), until: deadline)
+        return try JobWaiter.report(tracker, timeout: timeout, context: context)
+    }
+}
+
+/// `uploadctl watch [ID...]`: prints events as they happen.
+struct WatchCommand: ControlCommand {
+    static let name = "watch"
+    static let abstract = "Print job events as they happen, one line each"
+    static let synopsis = "[ID...]"
+    static let details = """
+        Without IDs, follows every job until interrupted. With IDs, stops once all of them have
+        ended: exit 0 when all completed, 1 otherwise. With --json, prints each notification's
+        params (a job object for state changes, a progress object otherwise) as one JSON line.
+        """
+    static let options: [OptionSpec] = []
+
+    var ids: [JobID]
+
+    init(parsed: ParsedArguments) throws(UsageError) {
+        ids = try ArgumentValues.jobIDs(parsed.positionals)
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let connection = try context.connect()
+        guard !ids.isEmpty else {
+            _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams()))
+            var states: [JobID: JobState] = [:]
+            while let notification = try connection.nextNotification(until: nil) {
+                if notification.method == ControlEvent.state.rawValue,
+                    let job = try? notification.params.decode(JobInfo.self)
+                {
+                    states[job.id] = job.state
+                }
+                try Self.print(notification, stateOf: { states[$0] }, context: context)
+            }
+            return .success
+        }
+        let tracker = try JobWaiter.follow(
+            ids, on: connection, until: nil,
+            onStart: { tracker in
+                // For people, the state each job was in when watching began.
+                if !context.json { context.print(lines: tracker.latestJobs.map { JobFormatting.stateLine($0) }) }
+            },
+            onNotification: { notification, tracker in
+                try? Self.print(notification, stateOf: { tracker.jobs[$0]?.state }, context: context)
+            })
+        return tracker.latestJobs.allSatisfy({ $0.state == .completed }) ? .success : .failure
+    }
+
+    /// One line per notification: the params as JSON, or a line for people.
+    static func print(
+        _ notification: RPCNotification, stateOf: (JobID) -> JobState?, context: CommandContext
+    ) throws {
+        if context.json {
+            try context.printJSON(notification.params)
+        } else if notification.method == ControlEvent.state.rawValue,
+            let job = try? notification.params.decode(JobInfo.self)
+        {
+            context.print(JobFormatting.stateLine(job))
+        } else if notification.method == ControlEvent.progress.rawValue,
+            let event = try? notification.params.decode(JobProgressEvent.self)
+        {
+            context.print(JobFormatting.progressLine(event, state: stateOf(event.id) ?? .running))
+        }
+    }
+}

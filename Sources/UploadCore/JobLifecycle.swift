@@ -1,0 +1,143 @@
+import Foundation
+
+/// Something a user asks of a job.
+public enum JobCommand: String, Sendable {
+    case pause, resume, cancel, remove
+}
+
+/// What the daemon must do after a transition, outside the job's own state.
+public struct JobEffects: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Stop the running transfer at its next safe point.
+    public static let stopTransfer = JobEffects(rawValue: 1 << 0)
+    /// Tell the server to drop a partial upload (tus DELETE, S3 AbortMultipartUpload).
+    public static let discardServerUpload = JobEffects(rawValue: 1 << 1)
+    /// Delete the job's snapshot from the cache.
+    public static let deleteCachedFile = JobEffects(rawValue: 1 << 2)
+    /// The queue changed: look for work to start.
+    public static let reschedule = JobEffects(rawValue: 1 << 3)
+    /// Forget the job entirely.
+    public static let forget = JobEffects(rawValue: 1 << 4)
+}
+
+/// A command that makes no sense in the job's state, with a message saying what would.
+public struct InvalidTransition: Error, Sendable, Equatable, CustomStringConvertible {
+    public var id: JobID
+    public var state: JobState
+    public var command: JobCommand
+    public var hint: String
+
+    public var description: String { "job \(id) is \(state.rawValue): cannot \(command.rawValue) it; \(hint)" }
+}
+
+/// How a transfer attempt ended, as the scheduler tells the job.
+public enum AttemptOutcome: Sendable {
+    case completed(JobResult)
+    /// `retryable` errors are tried again within the budget; `retryAfter` is the server's wish.
+    case failed(JobError, retryable: Bool, retryAfter: Duration?)
+}
+
+/// The job life cycle as one state machine. Every method changes the job and returns what the
+/// caller must do; the caller acts on the effects outside its lock or actor turn.
+extension Job {
+    public mutating func apply(_ command: JobCommand, at now: Date) throws(InvalidTransition) -> JobEffects {
+        let wasRunning = state == .running
+        let stop: JobEffects = wasRunning ? [.stopTransfer] : []
+        func invalid(_ hint: String) -> InvalidTransition {
+            InvalidTransition(id: id, state: state, command: command, hint: hint)
+        }
+        switch (command, state) {
+        case (.pause, .queued), (.pause, .running):
+            transition(to: .paused, at: now, "paused")
+            nextAttemptAt = nil
+            return stop.union(.reschedule)
+        case (.pause, .paused):
+            return []
+        case (.pause, _):
+            throw invalid("only queued or running jobs can be paused")
+
+        case (.resume, .paused), (.resume, .failed):
+            transition(to: .queued, at: now, "resumed")
+            error = nil
+            nextAttemptAt = nil
+            failuresWithoutProgress = 0
+            return .reschedule
+        case (.resume, .queued), (.resume, .running):
+            return []
+        case (.resume, _):
+            throw invalid("add the file again to upload it once more")
+
+        case (.cancel, .queued), (.cancel, .running), (.cancel, .paused), (.cancel, .failed):
+            transition(to: .canceled, at: now, "canceled")
+            nextAttemptAt = nil
+            return stop.union([.discardServerUpload, .deleteCachedFile, .reschedule])
+        case (.cancel, .canceled):
+            return []
+        case (.cancel, _):
+            throw invalid("use delete to remove the uploaded file from the server, or remove to forget the job")
+
+        case (.remove, _):
+            let discard: JobEffects = state == .completed || state == .canceled ? [] : [.discardServerUpload]
+            return stop.union(discard).union([.deleteCachedFile, .forget, .reschedule])
+        }
+    }
+
+    /// A transfer attempt starts. Only a queued job can start.
+    public mutating func start(at now: Date) {
+        precondition(state == .queued, "job \(id) started while \(state)")
+        transition(to: .running, at: now, nil)
+        attempts += 1
+        nextAttemptAt = nil
+    }
+
+    /// The attempt ended. `madeProgress` tells whether the server committed more bytes during it.
+    /// An outcome that arrives after the job was paused, canceled or removed changes nothing.
+    public mutating func finishAttempt(
+        _ outcome: AttemptOutcome, madeProgress: Bool, policy: RetryPolicy, at now: Date,
+        random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> JobEffects {
+        guard state == .running else { return [] }
+        switch outcome {
+        case .completed(let jobResult):
+            result = jobResult
+            error = nil
+            bytesAcked = bytesTotal
+            failuresWithoutProgress = 0
+            transition(to: .completed, at: now, "completed")
+            return [.deleteCachedFile, .reschedule]
+        case .failed(let jobError, let retryable, let retryAfter):
+            error = jobError
+            failuresWithoutProgress = madeProgress ? 1 : failuresWithoutProgress + 1
+            if retryable && policy.allowsRetry(afterFailures: failuresWithoutProgress) {
+                let delay = policy.delay(afterFailures: failuresWithoutProgress, retryAfter: retryAfter, random: random)
+                nextAttemptAt = now.addingTimeInterval(delay.seconds)
+                transition(
+                    to: .queued, at: now,
+                    "attempt \(attempts) failed: \(jobError.message); retrying in \(formatSeconds(delay.seconds))")
+            } else {
+                nextAttemptAt = nil
+                let why = retryable ? " (gave up after \(failuresWithoutProgress) attempts)" : ""
+                transition(to: .failed, at: now, "failed: \(jobError.message)\(why)")
+            }
+            return .reschedule
+        }
+    }
+
+    /// After a restart, a job that was running is queued again so it resumes.
+    public mutating func requeueAfterRestart(at now: Date) {
+        guard state == .running else { return }
+        transition(to: .queued, at: now, "daemon restarted; resuming")
+    }
+
+    private mutating func transition(to newState: JobState, at now: Date, _ message: String?) {
+        state = newState
+        updatedAt = now
+        if let message { record(message, at: now) }
+    }
+}
+
+private func formatSeconds(_ seconds: Double) -> String {
+    seconds < 10 ? String(format: "%.1fs", seconds) : "\(Int(seconds.rounded()))s"
+}

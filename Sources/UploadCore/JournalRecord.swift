@@ -1,0 +1,213 @@
+import CShims
+import Foundation
+
+/// Progress of a job as the server has committed it.
+public struct JobProgress: Codable, Sendable, Equatable {
+    public var id: JobID
+    public var bytesAcked: Int64
+    public var checkpoint: Checkpoint?
+
+    public init(id: JobID, bytesAcked: Int64, checkpoint: Checkpoint?) {
+        self.id = id
+        self.bytesAcked = bytesAcked
+        self.checkpoint = checkpoint
+    }
+}
+
+/// One entry of the append-only journal. Replaying them in order rebuilds the queue.
+public enum JournalRecord: Sendable, Equatable {
+    /// A job's full state: written when it is added and at every state change (the last one wins).
+    case job(Job)
+    /// Bytes committed by the server, written as chunks are acknowledged.
+    case progress(JobProgress)
+    /// The job was removed and is forgotten.
+    case removed(JobID)
+    /// The next ID to hand out, so IDs are never reused even after their jobs are compacted away.
+    case nextID(UInt64)
+
+    var typeCode: UInt8 {
+        switch self {
+        case .job: return 1
+        case .progress: return 2
+        case .removed: return 3
+        case .nextID: return 4
+        }
+    }
+}
+
+/// The journal's on-disk format: a header, then framed records.
+///
+/// ```
+/// header:  "UPLOADD\n" (8 bytes)  version: UInt32 LE
+/// record:  length: UInt32 LE  crc32c: UInt32 LE  type: UInt8  payload: length bytes (JSON)
+/// ```
+/// The CRC32C covers the type byte and the payload. A record is only valid when it is whole and its
+/// checksum matches; replay stops at the first that is not.
+public enum JournalFormat {
+    public static let magic = Array("UPLOADD\n".utf8)
+    public static let version: UInt32 = 1
+    public static let headerSize = 12
+    public static let frameOverhead = 9
+    /// Larger lengths can only come from damage: no record is anywhere near this.
+    public static let maxPayloadSize = 16 << 20
+
+    public static func header() -> [UInt8] {
+        var bytes = magic
+        appendUInt32(version, to: &bytes)
+        return bytes
+    }
+
+    /// Appends one framed record to `buffer`.
+    public static func append(_ record: JournalRecord, to buffer: inout [UInt8]) {
+        let payload: Data
+        do {
+            payload = try encodePayload(record)
+        } catch {
+            // Our own Codable types always encode; failing here is a programming error.
+            preconditionFailure("cannot encode journal record: \(error)")
+        }
+        var body = [record.typeCode]
+        body.append(contentsOf: payload)
+        let crc = body.withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
+        appendUInt32(UInt32(payload.count), to: &buffer)
+        appendUInt32(crc, to: &buffer)
+        buffer.append(contentsOf: body)
+    }
+
+    public static func encode(_ records: [JournalRecord]) -> [UInt8] {
+        var buffer: [UInt8] = []
+        for record in records { append(record, to: &buffer) }
+        return buffer
+    }
+
+    private static func encodePayload(_ record: JournalRecord) throws -> Data {
+        let encoder = JSONEncoder()
+        switch record {
+        case .job(let job): return try encoder.encode(job)
+        case .progress(let progress): return try encoder.encode(progress)
+        case .removed(let id): return try encoder.encode(id)
+        case .nextID(let next): return try encoder.encode(next)
+        }
+    }
+
+    private static func decodePayload(type: UInt8, _ payload: Data, decoder: JSONDecoder) throws -> JournalRecord? {
+        switch type {
+        case 1: return .job(try decoder.decode(Job.self, from: payload))
+        case 2: return .progress(try decoder.decode(JobProgress.self, from: payload))
+        case 3: return .removed(try decoder.decode(JobID.self, from: payload))
+        case 4: return .nextID(try decoder.decode(UInt64.self, from: payload))
+        default: return nil
+        }
+    }
+
+    /// Decodes a whole journal file. Never throws on damage: it returns every record before it and
+    /// says where and why it stopped. Throws only when the file is not a journal we can read at all.
+    public static func decode(_ bytes: [UInt8]) throws(JournalFormatError) -> JournalContents {
+        if bytes.isEmpty { return JournalContents(records: [], validLength: 0, damage: nil) }
+        guard bytes.count >= headerSize else {
+            return JournalContents(
+                records: [], validLength: 0, damage: JournalDamage(offset: 0, reason: "the header is torn"))
+        }
+        guard Array(bytes[0..<magic.count]) == magic else { throw .notAJournal }
+        let version = readUInt32(bytes, at: magic.count)
+        guard version <= Self.version else { throw .newerVersion(version) }
+        guard version >= 1 else { throw .notAJournal }
+
+        var records: [JournalRecord] = []
+        var offset = headerSize
+        let decoder = JSONDecoder()
+        while offset < bytes.count {
+            func damage(_ reason: String) -> JournalContents {
+                JournalContents(records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason))
+            }
+            guard bytes.count - offset >= frameOverhead else { return damage("a record header is torn") }
+            let length = Int(readUInt32(bytes, at: offset))
+            let crc = readUInt32(bytes, at: offset + 4)
+            guard length <= maxPayloadSize else { return damage("a record claims an impossible length \(length)") }
+            let bodyStart = offset + 8
+            let end = bodyStart + 1 + length
+            guard end <= bytes.count else { return damage("the last record is torn") }
+            let actual = bytes[bodyStart..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
+            guard actual == crc else { return damage("a record's checksum does not match") }
+            let payload = Data(bytes[(bodyStart + 1)..<end])
+            let record: JournalRecord?
+            do {
+                record = try decodePayload(type: bytes[bodyStart], payload, decoder: decoder)
+            } catch {
+                return damage("a record does not decode: \(error)")
+            }
+            guard let record else { return damage("unknown record type \(bytes[bodyStart])") }
+            records.append(record)
+            offset = end
+        }
+        return JournalContents(records: records, validLength: offset, damage: nil)
+    }
+
+    private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+            | UInt32(bytes[offset + 3]) << 24
+    }
+}
+
+/// What a journal file holds, up to the first damage.
+public struct JournalContents: Sendable {
+    public var records: [JournalRecord]
+    /// Bytes from the start of the file that are whole and valid.
+    public var validLength: Int
+    public var damage: JournalDamage?
+}
+
+/// Where a journal stopped being readable, and why.
+public struct JournalDamage: Sendable, Equatable, Codable {
+    public var offset: Int
+    public var reason: String
+}
+
+public enum JournalFormatError: Error, Equatable, CustomStringConvertible {
+    case notAJournal
+    case newerVersion(UInt32)
+
+    public var description: String {
+        switch self {
+        case .notAJournal: return "the file is not an uploadd journal"
+        case .newerVersion(let version):
+            return "the journal has format version \(version), newer than this uploadd understands"
+                + " (\(JournalFormat.version)); run the newer uploadd, or move the file away to start empty"
+        }
+    }
+}
+
+/// Rebuilds the queue from journal records: the single place that gives records their meaning.
+public struct JournalState: Sendable {
+    public private(set) var jobs: [JobID: Job] = [:]
+    public private(set) var nextID: UInt64 = 1
+
+    public init() {}
+
+    public mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case .job(let job):
+            jobs[job.id] = job
+            nextID = max(nextID, job.id.rawValue + 1)
+        case .progress(let progress):
+            guard var job = jobs[progress.id] else { return }
+            job.bytesAcked = progress.bytesAcked
+            job.checkpoint = progress.checkpoint
+            jobs[progress.id] = job
+        case .removed(let id):
+            jobs[id] = nil
+            nextID = max(nextID, id.rawValue + 1)
+        case .nextID(let next):
+            nextID = max(nextID, next)
+        }
+    }
+
+    /// The records that rebuild this state from nothing: what compaction writes.
+    public func compactedRecords() -> [JournalRecord] {
+        [.nextID(nextID)] + jobs.keys.sorted().map { .job(jobs[$0]!) }
+    }
+}

@@ -1,0 +1,22 @@
+/// Removes secrets from text that is shown or logged.
+public enum Redaction {
+    /// Drops `user:password@` from a URL, and its query string when it looks presigned.
+    public static func redactURL(_ url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://") {
+            let rest = text[scheme.upperBound...]
+            let hostEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+            if let at = rest[..<hostEnd].lastIndex(of: "@") {
+                text.replaceSubrange(scheme.upperBound...at, with: "")
+            }
+        }
+        if let query = text.firstIndex(of: "?") {
+            let lower = text[query...].lowercased()
+            let secretKeys = ["signature", "x-amz-", "token", "key=", "sig="]
+            if secretKeys.contains(where: { lower.contains($0) }) {
+                text = String(text[..<query]) + "?REDACTED"
+            }
+        }
+        return text
+    }
+}

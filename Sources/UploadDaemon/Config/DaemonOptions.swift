@@ -1,0 +1,106 @@
+import Foundation
+import Glibc
+
+/// uploadd's command line and the directories it resolves to.
+struct DaemonOptions: Equatable {
+    var configPath: String
+    var stateDirectory: String
+    var cacheDirectory: String
+    /// Nil means: socket activation if systemd passed one, else the default path.
+    var socketPath: String?
+    var logLevel: LogLevel = .info
+    var showHelp = false
+    var showVersion = false
+
+    struct UsageError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    static let usage = """
+        Usage: uploadd [--config FILE] [--state-dir DIR] [--cache-dir DIR] [--socket PATH] [--log-level LEVEL]
+
+        The uploadd daemon: a durable queue of file uploads, driven with uploadctl.
+
+        Options:
+          --config FILE      settings ([daemon], [remote NAME]); default $XDG_CONFIG_HOME/uploadd/uploadd.conf
+          --state-dir DIR    where the journal lives; default $STATE_DIRECTORY or $XDG_STATE_HOME/uploadd
+          --cache-dir DIR    where snapshots live; default $CACHE_DIRECTORY or $XDG_CACHE_HOME/uploadd
+          --socket PATH      control socket; default $UPLOADD_SOCKET or $XDG_RUNTIME_DIR/uploadd/control.sock
+          --log-level LEVEL  error, warning, notice, info (default) or debug
+          --version          print the version and exit
+          -h, --help         print this help and exit
+
+        Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the config.
+        """
+
+    /// Parses arguments and fills in the defaults from the environment (XDG and systemd's variables).
+    static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> DaemonOptions {
+        var config: String?
+        var state: String?
+        var cache: String?
+        var socket: String?
+        var level = LogLevel.info
+        var help = false
+        var version = false
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                inlineValue = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            func value() throws(UsageError) -> String {
+                if let inlineValue { return inlineValue }
+                index += 1
+                guard index < arguments.count else { throw UsageError(message: "\(argument) needs a value") }
+                return arguments[index]
+            }
+            switch argument {
+            case "--config": config = try value()
+            case "--state-dir": state = try value()
+            case "--cache-dir": cache = try value()
+            case "--socket": socket = try value()
+            case "--log-level":
+                let name = try value()
+                guard let parsed = LogLevel(name: name) else {
+                    throw UsageError(message: "unknown log level '\(name)'; use error, warning, notice, info or debug")
+                }
+                level = parsed
+            case "-h", "--help": help = true
+            case "--version": version = true
+            default: throw UsageError(message: "unknown option '\(arguments[index])'")
+            }
+            index += 1
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        func xdg(_ variable: String, _ fallback: String) -> String {
+            if let value = environment[variable], value.hasPrefix("/") { return value }
+            return home + "/" + fallback
+        }
+        // systemd sets STATE_DIRECTORY/CACHE_DIRECTORY from StateDirectory=/CacheDirectory=; a list
+        // is colon-separated and the first entry is ours.
+        func systemdDirectory(_ variable: String) -> String? {
+            environment[variable].flatMap { $0.split(separator: ":").first.map(String.init) }
+        }
+        let stateDefault = systemdDirectory("STATE_DIRECTORY") ?? xdg("XDG_STATE_HOME", ".local/state") + "/uploadd"
+        let cacheDefault = systemdDirectory("CACHE_DIRECTORY") ?? xdg("XDG_CACHE_HOME", ".cache") + "/uploadd"
+        let configDefault = xdg("XDG_CONFIG_HOME", ".config") + "/uploadd/uploadd.conf"
+        return DaemonOptions(
+            configPath: absolute(config ?? configDefault), stateDirectory: absolute(state ?? stateDefault),
+            cacheDirectory: absolute(cache ?? cacheDefault),
+            socketPath: (socket ?? environment["UPLOADD_SOCKET"]).map(absolute), logLevel: level, showHelp: help,
+            showVersion: version)
+    }
+
+    /// The socket path when not socket-activated and none was given.
+    static func defaultSocketPath(environment: [String: String]) -> String {
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/run/user/\(getuid())"
+        return runtime + "/uploadd/control.sock"
+    }
+
+    private static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

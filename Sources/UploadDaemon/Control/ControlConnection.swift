@@ -1,0 +1,170 @@
+import CShims
+import Dispatch
+import Glibc
+import UploadCore
+
+/// One client of the control socket: reads request lines, hands them to the handler, writes
+/// answers and notifications back.
+///
+/// Threading: every method runs on the server's serial queue. A client that sends more than
+/// `maxInFlight` requests without reading answers stops being read (back-pressure); one whose
+/// unread output passes `maxOutput` (a subscriber that never reads) is disconnected, so no client
+/// can make the daemon's memory grow without bound.
+final class ControlConnection {
+    static let maxInFlight = 256
+    static let maxOutput = 16 << 20
+
+    let fd: Int32
+    private let queue: DispatchQueue
+    private let readSource: DispatchSourceRead
+    private var writeSource: DispatchSourceWrite?
+    private var writeSourceActive = false
+    private var readSuspended = false
+    private var framer = LineFramer()
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var inFlight = 0
+    private var readEnded = false
+    private var closeAfterFlush = false
+    private(set) var isClosed = false
+    private let onRequest: (ControlConnection, [UInt8]) -> Void
+    private let onClose: (ControlConnection) -> Void
+
+    init(
+        fd: Int32, queue: DispatchQueue, onRequest: @escaping (ControlConnection, [UInt8]) -> Void,
+        onClose: @escaping (ControlConnection) -> Void
+    ) {
+        self.fd = fd
+        self.queue = queue
+        self.onRequest = onRequest
+        self.onClose = onClose
+        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        readSource.setEventHandler { [unowned self] in readAvailable() }
+        readSource.setCancelHandler { close(fd) }
+        readSource.activate()
+    }
+
+    /// A request finished: its answer (if any) goes out, and reading resumes if it was held back.
+    func requestFinished(answer: [UInt8]?) {
+        inFlight -= 1
+        if let answer { send(answer) }
+        if readSuspended && inFlight < Self.maxInFlight / 2 && !isClosed {
+            readSuspended = false
+            readSource.resume()
+        }
+        closeIfDone()
+    }
+
+    /// Queues bytes for the client; disconnects it when it stopped reading long ago.
+    func send(_ bytes: [UInt8]) {
+        guard !isClosed else { return }
+        output.append(contentsOf: bytes)
+        if output.count - outputOffset > Self.maxOutput {
+            Log.warning("control client on fd \(fd) stopped reading; disconnecting it")
+            shutDown()
+            return
+        }
+        flush()
+    }
+
+    /// Sends `bytes` and closes once they are written.
+    func sendAndClose(_ bytes: [UInt8]) {
+        send(bytes)
+        closeAfterFlush = true
+        closeIfDone()
+    }
+
+    func shutDown() {
+        guard !isClosed else { return }
+        isClosed = true
+        if let writeSource {
+            if !writeSourceActive { writeSource.resume() }
+            writeSource.cancel()
+        }
+        if readSuspended { readSource.resume() }
+        readSource.cancel()
+        onClose(self)
+    }
+
+    private func readAvailable() {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while !isClosed && !readSuspended {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                shutDown()
+                return
+            }
+            if count == 0 {
+                readEnded = true
+                readSource.suspend()
+                readSuspended = true
+                closeIfDone()
+                return
+            }
+            for item in framer.feed(buffer[0..<count]) {
+                switch item {
+                case .line(let line):
+                    if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+                    inFlight += 1
+                    onRequest(self, line)
+                case .tooLong:
+                    let error = RPCError.invalidRequest(
+                        "a request line is longer than \(ControlProtocol.maxLineLength) bytes; closing the connection")
+                    sendAndClose(ControlHandler.encode(RPCResponse(id: .null, error: error)))
+                    return
+                }
+            }
+            if inFlight >= Self.maxInFlight {
+                readSource.suspend()
+                readSuspended = true
+            }
+        }
+    }
+
+    private func flush() {
+        while outputOffset < output.count {
+            let written = output.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + outputOffset, $0.count - outputOffset, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    armWriteSource()
+                    return
+                }
+                shutDown()
+                return
+            }
+            outputOffset += written
+        }
+        output.removeAll(keepingCapacity: output.count < 1 << 20)
+        outputOffset = 0
+        if let writeSource, writeSourceActive {
+            writeSource.suspend()
+            writeSourceActive = false
+        }
+        closeIfDone()
+    }
+
+    private func armWriteSource() {
+        if writeSource == nil {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [unowned self] in flush() }
+            writeSource = source
+        }
+        if !writeSourceActive {
+            writeSource?.resume()
+            writeSourceActive = true
+        }
+    }
+
+    private func closeIfDone() {
+        guard !isClosed, output.count == outputOffset, inFlight == 0 else { return }
+        if readEnded || closeAfterFlush { shutDown() }
+    }
+}
+
+@available(*, unavailable)
+extension ControlConnection: Sendable {}

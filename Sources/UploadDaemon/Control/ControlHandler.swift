@@ -1,0 +1,153 @@
+import Foundation
+import UploadCore
+
+/// Decodes JSON-RPC requests, calls the scheduler, encodes the answers. Knows nothing of sockets.
+struct ControlHandler: Sendable {
+    /// The client a request came from, for subscriptions.
+    struct Client: Sendable {
+        var key: ObjectIdentifier
+        var deliver: @Sendable ([UInt8]) -> Void
+    }
+
+    var scheduler: Scheduler
+    var events: EventHub
+    /// Re-reads the config; returns a message for the client when it failed.
+    var reload: @Sendable () async throws -> Void
+    var status: @Sendable () async -> DaemonStatus
+
+    /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
+    func handle(line: [UInt8], client: Client) async -> [UInt8]? {
+        let value: JSONValue
+        do {
+            value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
+        } catch {
+            return Self.encode(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error))))
+        }
+        switch value {
+        case .array(let items):
+            guard !items.isEmpty else { return Self.encode(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) }
+            let answers = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
+                for (index, item) in items.enumerated() {
+                    group.addTask { (index, await handleOne(item, client: client)) }
+                }
+                var answers = [RPCResponse?](repeating: nil, count: items.count)
+                for await (index, answer) in group { answers[index] = answer }
+                return answers.compactMap { $0 }
+            }
+            return answers.isEmpty ? nil : Self.encode(answers)
+        default:
+            return await handleOne(value, client: client).map { Self.encode($0) }
+        }
+    }
+
+    func connectionClosed(_ key: ObjectIdentifier) {
+        events.unsubscribe(key)
+    }
+
+    private func handleOne(_ value: JSONValue, client: Client) async -> RPCResponse? {
+        guard case .object(let object) = value else {
+            return RPCResponse(id: .null, error: .invalidRequest("a request must be a JSON object"))
+        }
+        let id = object["id"]
+        switch id {
+        case nil, .null, .string, .number: break
+        default: return RPCResponse(id: .null, error: .invalidRequest("id must be a string, a number or null"))
+        }
+        guard object["jsonrpc"] == .string("2.0") else {
+            return RPCResponse(id: id ?? .null, error: .invalidRequest("\"jsonrpc\" must be \"2.0\""))
+        }
+        guard case .string(let methodName)? = object["method"] else {
+            return RPCResponse(id: id ?? .null, error: .invalidRequest("\"method\" must be a string"))
+        }
+        let result: Result<JSONValue, RPCError>
+        do {
+            result = .success(try await call(methodName, params: object["params"], client: client))
+        } catch {
+            result = .failure(error)
+        }
+        guard let id else { return nil }  // a notification: no answer, even for errors
+        switch result {
+        case .success(let value): return RPCResponse(id: id, result: value)
+        case .failure(let error): return RPCResponse(id: id, error: error)
+        }
+    }
+
+    private func call(_ name: String, params: JSONValue?, client: Client) async throws(RPCError) -> JSONValue {
+        guard let method = ControlMethod(rawValue: name) else { throw RPCError.methodNotFound(name) }
+        switch method {
+        case .hello:
+            _ = try NoParams.decode(from: params)
+            return try encodeResult(
+                HelloInfo(
+                    name: "uploadd", version: UploaddVersion.string, protocolVersion: ControlProtocol.version,
+                    methods: ControlMethod.allCases.map(\.rawValue),
+                    protocols: [UploadProtocol.put, .post, .file].map(\.rawValue), pid: getpid()))
+        case .status:
+            _ = try NoParams.decode(from: params)
+            return try encodeResult(await status())
+        case .reload:
+            _ = try NoParams.decode(from: params)
+            do {
+                try await reload()
+            } catch {
+                throw RPCError(code: RPCError.invalidParamsCode, message: "config not reloaded: \(error)")
+            }
+            return .object([:])
+        case .add:
+            return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
+        case .get:
+            let selection = try JobSelection.decode(from: params)
+            if let id = selection.id, selection.ids == nil { return try encodeResult(try await scheduler.get(id)) }
+            var jobs: [JobInfo] = []
+            for id in selection.namedIDs { jobs.append(try await scheduler.get(id)) }
+            return try encodeResult(JobList(jobs: jobs))
+        case .list:
+            let list = try ListParams.decode(from: params)
+            return try encodeResult(JobList(jobs: await scheduler.list(states: list.states, ids: list.ids)))
+        case .pause, .resume, .cancel, .remove:
+            let command = JobCommand(rawValue: String(name.dropFirst("job.".count)))!
+            let selection = try JobSelection.decode(from: params)
+            return try encodeSelectionResult(selection, try await scheduler.perform(command, selection: selection))
+        case .clear:
+            _ = try NoParams.decode(from: params)
+            return try encodeResult(JobList(jobs: try await scheduler.clear()))
+        case .delete:
+            let selection = try JobSelection.decode(from: params)
+            return try encodeSelectionResult(selection, try await scheduler.delete(selection.namedIDs))
+        case .subscribe:
+            let subscribe = try SubscribeParams.decode(from: params)
+            events.subscribe(client.key, EventHub.Subscriber(ids: subscribe.ids.map(Set.init), deliver: client.deliver))
+            return .object([:])
+        }
+    }
+
+    /// `{id}` answers with the job, `{ids}` and `{all}` with `{jobs: [...]}`.
+    private func encodeSelectionResult(_ selection: JobSelection, _ jobs: [JobInfo]) throws(RPCError) -> JSONValue {
+        if selection.id != nil && selection.ids == nil && selection.all != true, let job = jobs.first {
+            return try encodeResult(job)
+        }
+        return try encodeResult(JobList(jobs: jobs))
+    }
+
+    private func encodeResult<T: Encodable>(_ value: T) throws(RPCError) -> JSONValue {
+        do {
+            return try JSONValue(encoding: value)
+        } catch {
+            throw RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer: \(error)")
+        }
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        var bytes = (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    private static func describe(decodingError error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            if let underlying = context.underlyingError { return "not valid JSON (\(underlying.localizedDescription))" }
+            return "not valid JSON (\(context.debugDescription))"
+        }
+        return "not valid JSON"
+    }
+}

@@ -1,0 +1,82 @@
+import CShims
+import Dispatch
+import Glibc
+import UploadCore
+
+/// Accepts clients on the control socket and serves them on one serial queue.
+///
+/// Only clients with the daemon's own uid (SO_PEERCRED) are served, whatever the socket's mode.
+final class ControlServer: @unchecked Sendable {
+    // Invariant: `connections` and `acceptSource` are touched only on `queue`.
+    private let queue = DispatchQueue(label: "uploadd.control")
+    private let listenFD: Int32
+    private let handler: ControlHandler
+    private var acceptSource: DispatchSourceRead?
+    private var connections: [ObjectIdentifier: ControlConnection] = [:]
+
+    init(listenFD: Int32, handler: ControlHandler) {
+        self.listenFD = listenFD
+        self.handler = handler
+    }
+
+    func start() {
+        queue.sync {
+            let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
+            source.setEventHandler { [unowned self] in acceptClients() }
+            acceptSource = source
+            source.activate()
+        }
+    }
+
+    /// Stops accepting and closes every client.
+    func stop() {
+        queue.sync {
+            acceptSource?.cancel()
+            acceptSource = nil
+            for connection in Array(connections.values) { connection.shutDown() }
+        }
+    }
+
+    private func acceptClients() {
+        while true {
+            let fd = CShims_accept_nonblocking(listenFD)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { Log.warning("control socket: \(SystemError("accept"))") }
+                return
+            }
+            var pid: pid_t = 0
+            var uid: uid_t = 0
+            var gid: gid_t = 0
+            guard CShims_peer_credentials(fd, &pid, &uid, &gid) == 0, uid == getuid() else {
+                Log.warning("control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
+                let error = RPCError(code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user")
+                var bytes = ControlHandler.encode(RPCResponse(id: .null, error: error))
+                _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                continue
+            }
+            let connection = ControlConnection(
+                fd: fd, queue: queue,
+                onRequest: { [unowned self] connection, line in dispatch(line, from: connection) },
+                onClose: { [unowned self] connection in
+                    connections[ObjectIdentifier(connection)] = nil
+                    handler.connectionClosed(ObjectIdentifier(connection))
+                })
+            connections[ObjectIdentifier(connection)] = connection
+        }
+    }
+
+    private func dispatch(_ line: [UInt8], from connection: ControlConnection) {
+        let key = ObjectIdentifier(connection)
+        let queue = queue
+        let deliver: @Sendable ([UInt8]) -> Void = { [weak self] bytes in
+            queue.async { [weak self] in self?.connections[key]?.send(bytes) }
+        }
+        let handler = handler
+        Task {
+            let answer = await handler.handle(line: line, client: ControlHandler.Client(key: key, deliver: deliver))
+            queue.async { [weak self] in self?.connections[key]?.requestFinished(answer: answer) }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+
+/// Binds the control socket when systemd did not pass one.
+enum ControlSocket {
+    struct SetupError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    /// Creates the socket's directory (0700, ours, not a symlink), removes a stale socket, binds,
+    /// sets 0600, listens. Returns the listening descriptor.
+    static func listen(at path: String) throws -> Int32 {
+        let directory = (path as NSString).deletingLastPathComponent
+        try prepareDirectory(directory)
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+                throw SetupError(message: "\(path) exists and is not a socket; move it away or choose another --socket")
+            }
+            if isServing(path) {
+                throw SetupError(message: "another uploadd is already serving \(path); stop it first (systemctl --user stop uploadd)")
+            }
+            unlink(path)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else {
+            throw SetupError(message: "socket path \(path) is longer than \(capacity - 1) bytes; choose a shorter --socket")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let fd = try syscall("create socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        do {
+            try withUnsafePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    _ = try syscall("bind", path: path) { bind(fd, socketAddress, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+            try syscall("chmod", path: path) { chmod(path, 0o600) }
+            try syscall("listen", path: path) { Glibc.listen(fd, 512) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    private static func prepareDirectory(_ directory: String) throws {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            let parent = (directory as NSString).deletingLastPathComponent
+            guard access(parent, F_OK) == 0 else {
+                throw SetupError(
+                    message: "\(parent) does not exist; is XDG_RUNTIME_DIR right? (log in through a session, or pass --socket)")
+            }
+            try syscall("create directory", path: directory) { mkdir(directory, 0o700) }
+            guard lstat(directory, &info) == 0 else { throw SystemError("stat", path: directory) }
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw SetupError(message: "\(directory) is a symlink; refusing to put the control socket there")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw SetupError(message: "\(directory) is not a directory; move it away or choose another --socket")
+        }
+        guard info.st_uid == getuid() else {
+            throw SetupError(message: "\(directory) belongs to uid \(info.st_uid), not to us (uid \(getuid())); refusing to use it")
+        }
+        if info.st_mode & 0o077 != 0 {
+            try syscall("chmod", path: directory) { chmod(directory, 0o700) }
+        }
+    }
+
+    /// Whether a daemon answers on `path` (connect succeeds).
+    private static func isServing(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8.prefix(raw.count - 1))
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+}

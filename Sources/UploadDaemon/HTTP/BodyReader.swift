@@ -1,0 +1,62 @@
+import Foundation
+
+/// Streams one request body (or one multipart file part) to libcurl's read callback.
+///
+/// Used only on the HTTP thread once the request is submitted.
+final class BodyReader {
+    enum Source {
+        case bytes([UInt8])
+        case file(FileRegion)
+    }
+
+    let source: Source
+    let meter: ProgressMeter?
+    private(set) var position: Int64 = 0
+    /// Set when the source file could not be read, so the failure names the file, not libcurl.
+    private(set) var readError: SystemError?
+
+    init(_ source: Source, meter: ProgressMeter?) {
+        self.source = source
+        self.meter = meter
+    }
+
+    var length: Int64 {
+        switch source {
+        case .bytes(let bytes): return Int64(bytes.count)
+        case .file(let region): return region.length
+        }
+    }
+
+    /// Copies the next bytes into `buffer`; 0 at the end; -1 on a read error.
+    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
+        let wanted = Int(min(Int64(capacity), length - position))
+        guard wanted > 0 else { return 0 }
+        let count: Int
+        switch source {
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress! + Int(position), byteCount: wanted) }
+            count = wanted
+        case .file(let region):
+            count = region.file.read(into: buffer, count: wanted, at: region.offset + position)
+            if count < 0 {
+                readError = SystemError("read", path: region.file.displayPath)
+                return -1
+            }
+            if count == 0 {
+                readError = SystemError("read", path: region.file.displayPath, errno: EIO)
+                return -1
+            }
+        }
+        position += Int64(count)
+        meter?.add(count)
+        return count
+    }
+
+    /// Moves to `offset` (libcurl rewinds to resend a body).
+    func seek(to offset: Int64) -> Bool {
+        guard offset >= 0, offset <= length else { return false }
+        if offset < position { meter?.rewind(by: position - offset) }
+        position = offset
+        return true
+    }
+}

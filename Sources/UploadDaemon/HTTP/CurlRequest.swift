@@ -1,0 +1,222 @@
+import CCurl
+import Foundation
+import Synchronization
+import UploadCore
+
+/// One libcurl easy handle and everything its callbacks touch.
+///
+/// Threading: built on the caller's thread, then owned by the HTTP thread from `submit` until it
+/// finishes; only `isCanceled` is touched from other threads.
+final class CurlRequest {
+    let request: HTTPRequest
+    let handle: UnsafeMutableRawPointer
+    let isCanceled = Atomic<Bool>(false)
+    var continuation: CheckedContinuation<HTTPResponse, any Error>?
+
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var mime: OpaquePointer?
+    /// The readers for the body or the multipart file parts; libcurl holds unretained pointers to them.
+    private var readers: [BodyReader] = []
+    /// libcurl writes its detailed error text here; it must outlive the handle's use.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private(set) var responseHeaders: [KeyValue] = []
+    private(set) var responseBody: [UInt8] = []
+
+    init(_ request: HTTPRequest, meter: ProgressMeter?) throws(TransferFailure) {
+        guard let handle = curl_easy_init() else { throw .network("libcurl could not create a handle") }
+        self.request = request
+        self.handle = handle
+        try configure(meter: meter)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        if let headerList { curl_slist_free_all(headerList) }
+        if let mime { curl_mime_free(mime) }
+        errorBuffer.deallocate()
+    }
+
+    /// The failure of a finished transfer, or nil when it got an answer.
+    func failure(for code: CURLcode) -> TransferFailure? {
+        if code == CURLE_OK { return nil }
+        let detail = String(cString: errorBuffer)
+        let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let target = "\(request.method) \(Redaction.redactURL(request.url))"
+        if let readError = readers.lazy.compactMap(\.readError).first {
+            return .source(readError.description)
+        }
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return text.contains("Operation too slow") ? .stalled(seconds: request.stallTimeout) : .timeout("\(target): \(text)")
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return .config("\(target): \(text)")
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            return .tls("\(target): \(text)")
+        case CURLE_SSL_CONNECT_ERROR:
+            return .tls("\(target): \(text)")
+        default:
+            return .network("\(target): \(text)")
+        }
+    }
+
+    var status: Int {
+        var code = 0
+        _ = CCurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    func response() -> HTTPResponse { HTTPResponse(status: status, headers: responseHeaders, body: responseBody) }
+
+    // MARK: Callbacks' entry points
+
+    fileprivate func appendBody(_ pointer: UnsafeRawPointer, _ count: Int) {
+        let room = request.maxResponseBytes - responseBody.count
+        if room > 0 { responseBody.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: min(room, count))) }
+    }
+
+    fileprivate func appendHeaderLine(_ line: String) {
+        if line.hasPrefix("HTTP/") {
+            responseHeaders.removeAll()  // a new response (after 100 Continue or a redirect)
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        responseHeaders.append(KeyValue(name: name, value: value))
+    }
+
+    // MARK: Configuration
+
+    private func configure(meter: ProgressMeter?) throws(TransferFailure) {
+        let opaqueSelf = Unmanaged.passUnretained(self).toOpaque()
+        func set(_ result: CURLcode, _ what: String) throws(TransferFailure) {
+            if result != CURLE_OK { throw .config("libcurl refused \(what): \(String(cString: curl_easy_strerror(result)))") }
+        }
+        try set(CCurl_easy_setopt_string(handle, CURLOPT_URL, request.url), "the URL \(Redaction.redactURL(request.url))")
+        try set(CCurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "the protocols")
+        errorBuffer[0] = 0
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, request.stallTimeout)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 2 << 20)
+        _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
+        _ = CCurl_easy_setopt_write_function(handle, curlWrite)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, opaqueSelf)
+        _ = CCurl_easy_setopt_header_function(handle, curlHeader)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, opaqueSelf)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+        _ = CCurl_easy_setopt_xferinfo_function(handle, curlProgress)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, opaqueSelf)
+        if let caFile = request.caFile { try set(CCurl_easy_setopt_string(handle, CURLOPT_CAINFO, caFile), "ca_file") }
+        if let credentials = request.credentials {
+            _ = CCurl_easy_setopt_long(handle, CURLOPT_HTTPAUTH, CCurl_AUTH_BASIC)
+            _ = CCurl_easy_setopt_string(handle, CURLOPT_USERNAME, credentials.user)
+            _ = CCurl_easy_setopt_string(handle, CURLOPT_PASSWORD, credentials.password)
+        }
+        for header in request.headers { headerList = curl_slist_append(headerList, "\(header.name): \(header.value)") }
+
+        switch (request.method, request.body) {
+        case ("HEAD", _):
+            _ = CCurl_easy_setopt_long(handle, CURLOPT_NOBODY, 1)
+        case (_, .none):
+            if request.method == "POST" || request.method == "PUT" || request.method == "PATCH" {
+                attachBody(BodyReader(.bytes([]), meter: meter))
+            }
+            if request.method != "GET" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+        case (_, .bytes(let bytes)):
+            attachBody(BodyReader(.bytes(bytes), meter: meter))
+        case (_, .file(let region)):
+            attachBody(BodyReader(.file(region), meter: meter))
+        case (_, .multipart(let parts)):
+            try attachMultipart(parts, meter: meter)
+        }
+        _ = CCurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    /// An upload body of known length, for any method (PUT, POST, PATCH).
+    private func attachBody(_ reader: BodyReader) {
+        readers.append(reader)
+        let opaqueReader = Unmanaged.passUnretained(reader).toOpaque()
+        _ = CCurl_easy_setopt_read_function(handle, curlRead)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_READDATA, opaqueReader)
+        _ = CCurl_easy_setopt_seek_function(handle, curlSeek)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_SEEKDATA, opaqueReader)
+        if request.method == "POST" {
+            _ = CCurl_easy_setopt_long(handle, CURLOPT_POST, 1)
+            _ = CCurl_easy_setopt_int64(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(reader.length))
+        } else {
+            _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD, 1)
+            _ = CCurl_easy_setopt_int64(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(reader.length))
+            if request.method != "PUT" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+        }
+    }
+
+    /// multipart/form-data through libcurl's MIME API; file parts stream through data callbacks.
+    private func attachMultipart(_ parts: [MultipartPart], meter: ProgressMeter?) throws(TransferFailure) {
+        mime = curl_mime_init(handle)
+        for part in parts {
+            let mimePart = curl_mime_addpart(mime)
+            switch part {
+            case .field(let name, let value):
+                curl_mime_name(mimePart, name)
+                curl_mime_data(mimePart, value, value.utf8.count)
+            case .file(let name, let fileName, let contentType, let region):
+                let reader = BodyReader(.file(region), meter: meter)
+                readers.append(reader)
+                curl_mime_name(mimePart, name)
+                curl_mime_filename(mimePart, fileName)
+                curl_mime_type(mimePart, contentType)
+                let result = curl_mime_data_cb(
+                    mimePart, curl_off_t(region.length), curlRead, curlSeek, nil, Unmanaged.passUnretained(reader).toOpaque())
+                if result != CURLE_OK { throw .config("libcurl refused a multipart part: \(String(cString: curl_easy_strerror(result)))") }
+            }
+        }
+        _ = CCurl_easy_setopt_mime(handle, mime)
+        if request.method != "POST" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+    }
+}
+
+@available(*, unavailable)
+extension CurlRequest: Sendable {}
+
+// MARK: - C callbacks: they capture nothing; context arrives through the *DATA pointers.
+
+private let curlRead: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    buffer, size, count, userdata in
+    guard let buffer, let userdata else { return CCurl_READFUNC_ABORT }
+    let reader = Unmanaged<BodyReader>.fromOpaque(userdata).takeUnretainedValue()
+    let result = reader.read(into: buffer, capacity: size * count)
+    return result < 0 ? CCurl_READFUNC_ABORT : result
+}
+
+private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int32) -> Int32 = { userdata, offset, origin in
+    guard let userdata, origin == SEEK_SET else { return Int32(CCurl_SEEKFUNC_FAIL) }
+    let reader = Unmanaged<BodyReader>.fromOpaque(userdata).takeUnretainedValue()
+    return reader.seek(to: Int64(offset)) ? Int32(CCurl_SEEKFUNC_OK) : Int32(CCurl_SEEKFUNC_FAIL)
+}
+
+private let curlWrite: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    pointer, size, count, userdata in
+    guard let pointer, let userdata else { return 0 }
+    Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().appendBody(pointer, size * count)
+    return size * count
+}
+
+private let curlHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    pointer, size, count, userdata in
+    guard let pointer, let userdata else { return 0 }
+    let line = String(decoding: UnsafeRawBufferPointer(start: pointer, count: size * count), as: UTF8.self)
+    Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().appendHeaderLine(line)
+    return size * count
+}
+
+private let curlProgress: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+    userdata, _, _, _, _ in
+    guard let userdata else { return 0 }
+    return Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().isCanceled.load(ordering: .relaxed) ? 1 : 0
+}

@@ -1,0 +1,162 @@
+import CCurl
+import Dispatch
+import Foundation
+import Synchronization
+import UploadCore
+
+/// HTTP over libcurl: one multi handle driven by one thread, connections reused across requests.
+///
+/// `send` suspends the calling task until the answer is in; cancelling the task aborts the request
+/// at once (the HTTP thread is woken and removes the handle).
+final class HTTPClient: Sendable {
+    private enum Command: Sendable {
+        case add(UncheckedTransfer)
+        case cancel(ObjectIdentifier)
+        case stop
+    }
+
+    private struct Inbox {
+        var commands: [Command] = []
+    }
+
+    /// The multi handle: used by the HTTP thread, except curl_multi_wakeup, which is thread-safe.
+    private let multi: MultiHandle
+    private let inbox = Mutex(Inbox())
+    private let idleWake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// Call once at start-up, before any thread uses libcurl.
+    static func globalInit() {
+        curl_global_init(CCurl_GLOBAL_ALL)
+    }
+
+    init() {
+        multi = MultiHandle()
+        let thread = Thread { [self] in run() }
+        thread.name = "uploadd-http"
+        thread.start()
+    }
+
+    /// Sends a request and returns the server's answer, whatever its status. Throws a
+    /// `TransferFailure` when no answer came (network, TLS, stall) and CancellationError when canceled.
+    func send(_ request: HTTPRequest, meter: ProgressMeter? = nil) async throws -> HTTPResponse {
+        let curlRequest = try CurlRequest(request, meter: meter)
+        let transfer = UncheckedTransfer(curlRequest)
+        let id = ObjectIdentifier(curlRequest)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                transfer.request.continuation = continuation
+                post(.add(transfer))
+            }
+        } onCancel: {
+            transfer.request.isCanceled.store(true, ordering: .relaxed)
+            post(.cancel(id))
+        }
+    }
+
+    /// Finishes every request with a cancellation and stops the thread.
+    func shutdown() {
+        post(.stop)
+        stopped.wait()
+    }
+
+    private func post(_ command: Command) {
+        inbox.withLock { $0.commands.append(command) }
+        curl_multi_wakeup(multi.pointer)
+        idleWake.signal()
+    }
+
+    // MARK: - The HTTP thread
+
+    private func run() {
+        var active: [ObjectIdentifier: CurlRequest] = [:]
+        var stopping = false
+        while !stopping {
+            let commands = inbox.withLock { inbox in
+                defer { inbox.commands.removeAll() }
+                return inbox.commands
+            }
+            for command in commands {
+                switch command {
+                case .add(let transfer):
+                    let request = transfer.request
+                    if request.isCanceled.load(ordering: .relaxed) {
+                        finish(request, with: .failure(CancellationError()))
+                    } else {
+                        active[ObjectIdentifier(request)] = request
+                        curl_multi_add_handle(multi.pointer, request.handle)
+                    }
+                case .cancel(let id):
+                    if let request = active.removeValue(forKey: id) {
+                        curl_multi_remove_handle(multi.pointer, request.handle)
+                        finish(request, with: .failure(CancellationError()))
+                    }
+                case .stop:
+                    stopping = true
+                }
+            }
+            if stopping { break }
+            if active.isEmpty {
+                // Nothing in flight: sleep until a command arrives, with no periodic wakeups.
+                idleWake.wait()
+                continue
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi.pointer, &running)
+            var remaining: Int32 = 0
+            while let message = curl_multi_info_read(multi.pointer, &remaining) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                var privatePointer: UnsafeMutableRawPointer?
+                _ = CCurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &privatePointer)
+                guard let privatePointer else { continue }
+                let request = Unmanaged<CurlRequest>.fromOpaque(privatePointer).takeUnretainedValue()
+                let code = CCurl_message_result(message)
+                curl_multi_remove_handle(multi.pointer, easy)
+                active[ObjectIdentifier(request)] = nil
+                if request.isCanceled.load(ordering: .relaxed) {
+                    finish(request, with: .failure(CancellationError()))
+                } else if let failure = request.failure(for: code) {
+                    finish(request, with: .failure(failure))
+                } else {
+                    finish(request, with: .success(request.response()))
+                }
+            }
+            if !active.isEmpty {
+                curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
+            }
+        }
+        for request in active.values {
+            curl_multi_remove_handle(multi.pointer, request.handle)
+            finish(request, with: .failure(CancellationError()))
+        }
+        stopped.signal()
+    }
+
+    private func finish(_ request: CurlRequest, with result: Result<HTTPResponse, any Error>) {
+        let continuation = request.continuation
+        request.continuation = nil
+        continuation?.resume(with: result)
+    }
+}
+
+/// Owns the CURLM handle for the client's lifetime.
+private final class MultiHandle: @unchecked Sendable {
+    // Invariant: only the HTTP thread calls into the handle, except curl_multi_wakeup, which
+    // libcurl documents as safe to call from any thread.
+    let pointer: UnsafeMutableRawPointer
+
+    init() {
+        pointer = curl_multi_init()
+        _ = CCurl_multi_setopt_long(pointer, CURLMOPT_MAXCONNECTS, 32)
+    }
+
+    deinit { curl_multi_cleanup(pointer) }
+}
+
+/// Carries a CurlRequest into the cancellation handler and the continuation closure.
+private struct UncheckedTransfer: @unchecked Sendable {
+    // Invariant: `continuation` is set before the request is posted to the HTTP thread; after that
+    // only the HTTP thread touches the request, and the cancellation handler only touches the atomic flag.
+    let request: CurlRequest
+    init(_ request: CurlRequest) { self.request = request }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import UploadCore
+
+/// An HTTP request as the transfers describe it; the HTTP layer turns it into a libcurl handle.
+struct HTTPRequest: Sendable {
+    var method: String
+    var url: String
+    var headers: [KeyValue] = []
+    var body: HTTPBody = .none
+    /// Sent up front as Basic auth, never waiting for a challenge.
+    var credentials: BasicCredentials?
+    /// A CA bundle for servers with a private CA. Verification is never turned off.
+    var caFile: String?
+    /// Seconds without a byte moving before the transfer counts as stalled.
+    var stallTimeout = 60
+    var connectTimeout = 20
+    /// The start of the answer kept for results and error messages.
+    var maxResponseBytes = 64 << 10
+
+    init(method: String, url: String, headers: [KeyValue] = [], body: HTTPBody = .none) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+struct BasicCredentials: Sendable, Equatable {
+    var user: String
+    var password: String
+}
+
+/// What a request sends.
+enum HTTPBody: Sendable {
+    case none
+    case bytes([UInt8])
+    /// A range of the source file, streamed with pread.
+    case file(FileRegion)
+    /// multipart/form-data, its file parts streamed.
+    case multipart([MultipartPart])
+
+    var length: Int64 {
+        switch self {
+        case .none: return 0
+        case .bytes(let bytes): return Int64(bytes.count)
+        case .file(let region): return region.length
+        case .multipart: return -1
+        }
+    }
+}
+
+/// A byte range of an open source file.
+struct FileRegion: Sendable {
+    var file: SourceFile
+    var offset: Int64
+    var length: Int64
+}
+
+enum MultipartPart: Sendable {
+    case field(name: String, value: String)
+    case file(name: String, fileName: String, contentType: String, region: FileRegion)
+}
+
+/// The server's answer: the final status, its headers (names lowercased) and the start of the body.
+struct HTTPResponse: Sendable {
+    var status: Int
+    var headers: [KeyValue]
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.last(where: { $0.name == lower })?.value
+    }
+
+    var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    var retryAfter: Duration? { header("retry-after").flatMap { HTTPStatus.parseRetryAfter($0) } }
+}

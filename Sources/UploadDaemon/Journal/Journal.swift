@@ -1,0 +1,279 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+import UploadCore
+
+/// The append-only journal file: replay at start, ordered appends, group-committed fdatasync, and
+/// compaction into a fresh file.
+///
+/// Appends are queued in the caller's order and written by one writer thread. A durable append
+/// returns only after fdatasync covered it; every durable append waiting at the same moment shares
+/// one fdatasync (group commit). Plain appends (progress) are synced within a second.
+final class Journal: Sendable {
+    /// What replay found.
+    struct Replay {
+        var state: JournalState
+        var recordCount: Int
+        var fileBytes: Int
+        /// Damage found and set aside, described for people.
+        var damage: String?
+    }
+
+    struct WriteError: Error, CustomStringConvertible {
+        var underlying: SystemError
+        var description: String {
+            underlying.isNoSpace
+                ? "no space left to write the journal in \((underlying.path ?? "") as NSString).deletingLastPathComponent); free some space and try again"
+                : underlying.description
+        }
+    }
+
+    private enum Pending {
+        case records([UInt8], sequence: UInt64)
+        case compaction([UInt8], sequence: UInt64)
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var nextSequence: UInt64 = 1
+        var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var closing = false
+        var recordsSinceCompaction = 0
+        var fileBytes: Int64 = 0
+    }
+
+    let path: String
+    private let directory: String
+    private let state: Mutex<State>
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Owned by the writer thread once started.
+    private let descriptor: Mutex<Int32>
+
+    private init(directory: String, fd: Int32, fileBytes: Int, records: Int) {
+        self.directory = directory
+        self.path = directory + "/journal"
+        self.descriptor = Mutex(fd)
+        self.state = Mutex(State(recordsSinceCompaction: records, fileBytes: Int64(fileBytes)))
+    }
+
+    /// Opens (or creates) the journal in `directory` and replays it. Damage at the end is copied to
+    /// `journal.damaged-TIMESTAMP`, cut off, and reported; a journal we cannot read at all throws.
+    static func open(directory: String) throws -> (Journal, Replay) {
+        let path = directory + "/journal"
+        var info = stat()
+        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            throw JournalOpenError(message: "\(path) is not a regular file; move it away and start again")
+        }
+        let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        do {
+            let bytes = try FileOps.readFile(path)
+            let contents: JournalContents
+            do {
+                contents = try JournalFormat.decode(bytes)
+            } catch {
+                throw JournalOpenError(message: "\(path): \(error)")
+            }
+            var damage: String?
+            var validLength = contents.validLength
+            if let found = contents.damage {
+                let copy = directory + "/journal.damaged-\(Int(Date().timeIntervalSince1970))"
+                try FileOps.writeAtomically(Array(bytes[found.offset...]), to: copy)
+                damage = "journal damaged at byte \(found.offset) of \(bytes.count): \(found.reason);"
+                    + " kept \(contents.records.count) records before it, moved the rest to \(copy)"
+                if validLength < JournalFormat.headerSize { validLength = 0 }
+                try syscall("truncate", path: path) { ftruncate(fd, off_t(validLength)) }
+            }
+            if validLength == 0 {
+                let header = JournalFormat.header()
+                try syscall("truncate", path: path) { ftruncate(fd, 0) }
+                try header.withUnsafeBytes { (buffer) in
+                    _ = try syscall("write", path: path) { pwrite(fd, buffer.baseAddress, buffer.count, 0) }
+                }
+                validLength = header.count
+            }
+            try syscall("fsync", path: path) { fsync(fd) }
+            try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
+            var replayed = JournalState()
+            for record in contents.records { replayed.apply(record) }
+            let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.records.count)
+            journal.startWriter()
+            return (journal, Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage))
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// Queues records; they reach the disk within a second. For progress, which may be lost in a crash.
+    func append(_ records: [JournalRecord]) {
+        let bytes = JournalFormat.encode(records)
+        state.withLock { state in
+            state.queue.append(.records(bytes, sequence: state.nextSequence))
+            state.nextSequence += 1
+            state.recordsSinceCompaction += records.count
+        }
+        wake.signal()
+    }
+
+    /// Queues records and returns once they are on disk. The records are queued before this
+    /// suspends, so calls from one actor keep their order.
+    func appendDurably(_ records: [JournalRecord]) async throws {
+        let bytes = JournalFormat.encode(records)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            state.withLock { state in
+                let sequence = state.nextSequence
+                state.nextSequence += 1
+                state.queue.append(.records(bytes, sequence: sequence))
+                state.recordsSinceCompaction += records.count
+                state.waiters.append((sequence, continuation))
+            }
+            wake.signal()
+        }
+    }
+
+    /// Replaces the file with `records` (the live state), in order with the appends around it.
+    func compact(_ records: [JournalRecord]) {
+        var bytes = JournalFormat.header()
+        for record in records { JournalFormat.append(record, to: &bytes) }
+        state.withLock { state in
+            state.queue.append(.compaction(bytes, sequence: state.nextSequence))
+            state.nextSequence += 1
+            state.recordsSinceCompaction = records.count
+        }
+        wake.signal()
+    }
+
+    /// Records written since the last compaction (or replay), to decide when to compact.
+    var recordsSinceCompaction: Int { state.withLock { $0.recordsSinceCompaction } }
+    var fileBytes: Int64 { state.withLock { $0.fileBytes } }
+
+    /// Writes and syncs everything queued, then stops the writer. Blocks until done.
+    func close() {
+        state.withLock { $0.closing = true }
+        wake.signal()
+        finished.wait()
+        descriptor.withLock { fd in
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    // MARK: - The writer thread
+
+    private func startWriter() {
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "uploadd-journal"
+        thread.start()
+    }
+
+    private func writerLoop() {
+        var unsyncedSince: DispatchTime?
+        while true {
+            if let since = unsyncedSince {
+                _ = wake.wait(timeout: since + .seconds(1))
+            } else {
+                wake.wait()
+            }
+            let (batch, hasWaiters, closing) = state.withLock { state in
+                let batch = state.queue
+                state.queue.removeAll(keepingCapacity: true)
+                return (batch, !state.waiters.isEmpty, state.closing)
+            }
+            var failure: (any Error)?
+            var lastSequence: UInt64 = 0
+            for item in batch {
+                do {
+                    switch item {
+                    case .records(let bytes, let sequence):
+                        lastSequence = sequence
+                        try write(bytes)
+                    case .compaction(let bytes, let sequence):
+                        lastSequence = sequence
+                        try replaceFile(with: bytes)
+                    }
+                    if unsyncedSince == nil { unsyncedSince = .now() }
+                } catch {
+                    failure = error
+                    Log.error("journal: \(error)")
+                }
+            }
+            let due = unsyncedSince.map { DispatchTime.now() >= $0 + .seconds(1) } ?? false
+            if unsyncedSince != nil && (hasWaiters || closing || due || failure != nil) {
+                do {
+                    try descriptor.withLock { fd in _ = try syscall("fdatasync", path: path) { fdatasync(fd) } }
+                } catch {
+                    failure = error
+                    Log.error("journal: \(error)")
+                }
+                unsyncedSince = nil
+            }
+            if lastSequence > 0 || failure != nil { resumeWaiters(upTo: lastSequence, failure: failure) }
+            if closing && state.withLock({ $0.queue.isEmpty }) {
+                finished.signal()
+                return
+            }
+        }
+    }
+
+    private func resumeWaiters(upTo sequence: UInt64, failure: (any Error)?) {
+        let ready = state.withLock { state in
+            let ready = state.waiters.filter { $0.sequence <= sequence }
+            state.waiters.removeAll { $0.sequence <= sequence }
+            return ready
+        }
+        for waiter in ready {
+            if let failure = failure as? SystemError {
+                waiter.continuation.resume(throwing: WriteError(underlying: failure))
+            } else if let failure {
+                waiter.continuation.resume(throwing: failure)
+            } else {
+                waiter.continuation.resume()
+            }
+        }
+    }
+
+    /// Appends bytes; on failure cuts the file back to its last whole record so replay stays clean.
+    private func write(_ bytes: [UInt8]) throws {
+        let goodLength = state.withLock { $0.fileBytes }
+        try descriptor.withLock { fd in
+            do {
+                try bytes.withUnsafeBytes { (buffer) in try FileOps.writeAll(fd, buffer, path: path) }
+            } catch {
+                _ = ftruncate(fd, off_t(goodLength))
+                _ = lseek(fd, off_t(goodLength), SEEK_SET)
+                throw error
+            }
+        }
+        state.withLock { $0.fileBytes += Int64(bytes.count) }
+    }
+
+    /// Compaction: write the live state to a temp file, fsync, rename over the journal, fsync the
+    /// directory, then continue appending to the new file.
+    private func replaceFile(with bytes: [UInt8]) throws {
+        let temp = directory + "/journal.compacting"
+        let fd = try syscall("create", path: temp) { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        do {
+            try bytes.withUnsafeBytes { (buffer) in try FileOps.writeAll(fd, buffer, path: temp) }
+            try syscall("fsync", path: temp) { fsync(fd) }
+            try syscall("rename", path: temp) { rename(temp, path) }
+            try FileOps.syncDirectory(directory)
+        } catch {
+            Glibc.close(fd)
+            unlink(temp)
+            throw error
+        }
+        descriptor.withLock { old in
+            Glibc.close(old)
+            old = fd
+        }
+        state.withLock { $0.fileBytes = Int64(bytes.count) }
+        Log.debug("journal compacted to \(bytes.count) bytes")
+    }
+}
+
+struct JournalOpenError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

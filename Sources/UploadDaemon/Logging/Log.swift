@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Syslog priorities, as journald understands them in `<N>` prefixes.
+enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+    case error = 3
+    case warning = 4
+    case notice = 5
+    case info = 6
+    case debug = 7
+
+    init?(name: String) {
+        switch name.lowercased() {
+        case "error", "err": self = .error
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+
+    static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Lines on stderr: with a `<N>` priority prefix when journald reads them (JOURNAL_STREAM names
+/// stderr), else plain readable lines with a level word for people.
+enum Log {
+    private struct Settings {
+        var level: LogLevel = .info
+        var journald = false
+    }
+
+    private static let settings = Mutex(Settings())
+
+    /// Reads JOURNAL_STREAM and compares it with stderr's device and inode, as sd_journal_stream_fd's
+    /// documentation recommends, so a redirected stderr gets plain lines.
+    static func configure(level: LogLevel, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        var journald = false
+        if let stream = environment["JOURNAL_STREAM"] {
+            let parts = stream.split(separator: ":")
+            var info = stat()
+            if parts.count == 2, fstat(STDERR_FILENO, &info) == 0 {
+                journald = UInt64(parts[0]) == UInt64(info.st_dev) && UInt64(parts[1]) == UInt64(info.st_ino)
+            }
+        }
+        settings.withLock {
+            $0.level = level
+            $0.journald = journald
+        }
+    }
+
+    static var isJournald: Bool { settings.withLock { $0.journald } }
+
+    static func error(_ message: @autoclosure () -> String) { write(.error, message) }
+    static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
+    static func notice(_ message: @autoclosure () -> String) { write(.notice, message) }
+    static func info(_ message: @autoclosure () -> String) { write(.info, message) }
+    static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
+
+    private static func write(_ level: LogLevel, _ message: () -> String) {
+        let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
+        guard level <= limit else { return }
+        let text = message().replacingOccurrences(of: "\n", with: " ")
+        let line: String
+        if journald {
+            line = "<\(level.rawValue)>\(text)\n"
+        } else {
+            line = "uploadd: \(label(level))\(text)\n"
+        }
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { _ = Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+
+    private static func label(_ level: LogLevel) -> String {
+        switch level {
+        case .error: return "error: "
+        case .warning: return "warning: "
+        case .notice, .info: return ""
+        case .debug: return "debug: "
+        }
+    }
+}

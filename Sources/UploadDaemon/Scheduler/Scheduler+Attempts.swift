@@ -1,0 +1,123 @@
+import Foundation
+import UploadCore
+
+/// Running transfer attempts: start, progress, and the outcome fed back into the state machine.
+extension Scheduler {
+    func startAttempt(_ queued: Job) {
+        var job = queued
+        job.start(at: Date())
+        let target: ResolvedTarget
+        let transfer: any Transfer
+        do {
+            target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
+            transfer = try TransferFactory.transfer(for: target.uploadProtocol, http: dependencies.http)
+        } catch {
+            store.apply(.job(job))
+            finishWithoutTransfer(job, failure: error)
+            return
+        }
+        if job.resolvedProtocol == nil { job.resolvedProtocol = target.uploadProtocol }
+        job.record("attempt \(job.attempts) started (\(target.uploadProtocol.rawValue))", at: Date())
+        store.apply(.job(job))
+        dependencies.events.publishState(info(for: job))
+        dependencies.journal.append([.job(job)])
+
+        let meter = ProgressMeter()
+        let id = job.id
+        let startedJob = job
+        let task = Task { [weak self] in
+            guard let self else { return }
+            let outcome = await Self.runAttempt(transfer: transfer, job: startedJob, target: target, meter: meter, scheduler: self)
+            await self.attemptEnded(id, outcome: outcome)
+        }
+        running[id] = RunningAttempt(task: task, meter: meter, ackedAtStart: job.bytesAcked, transfer: transfer, target: target)
+    }
+
+    /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
+    private static func runAttempt(
+        transfer: any Transfer, job: Job, target: ResolvedTarget, meter: ProgressMeter, scheduler: Scheduler
+    ) async -> AttemptOutcome? {
+        do {
+            guard let snapshot = job.snapshot else { throw TransferFailure.source("job \(job.id) has no source snapshot") }
+            let source = try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
+            let id = job.id
+            let context = TransferContext(
+                job: job, target: target, source: source, meter: meter,
+                commit: { [weak scheduler] acked, checkpoint, durable in
+                    try await scheduler?.commitProgress(id, bytesAcked: acked, checkpoint: checkpoint, durable: durable)
+                })
+            return .completed(try await transfer.upload(context))
+        } catch is CancellationError {
+            return nil
+        } catch let failure as TransferFailure {
+            if Task.isCancelled { return nil }
+            return .failed(failure.error, retryable: failure.retryable, retryAfter: failure.retryAfter)
+        } catch {
+            if Task.isCancelled { return nil }
+            return .failed(JobError(code: "internal", message: "\(error)"), retryable: true, retryAfter: nil)
+        }
+    }
+
+    /// Journals bytes the server has committed, and the protocol's checkpoint.
+    func commitProgress(_ id: JobID, bytesAcked: Int64, checkpoint: Checkpoint?, durable: Bool) async throws {
+        guard let job = store.jobs[id], job.state == .running else { throw CancellationError() }
+        let progress = JobProgress(id: id, bytesAcked: max(bytesAcked, 0), checkpoint: checkpoint)
+        store.apply(.progress(progress))
+        if durable {
+            try await dependencies.journal.appendDurably([.progress(progress)])
+        } else {
+            dependencies.journal.append([.progress(progress)])
+        }
+    }
+
+    /// An attempt ended: feed its outcome to the job's state machine and find more work.
+    func attemptEnded(_ id: JobID, outcome: AttemptOutcome?) async {
+        guard let attempt = running.removeValue(forKey: id) else { return }
+        defer { fillSlots() }
+        guard var job = store.jobs[id] else { return }
+        guard let outcome else {
+            // Stopped on purpose. A job paused and resumed meanwhile is queued again: let it start.
+            enqueue(job)
+            return
+        }
+        let madeProgress = job.bytesAcked > attempt.ackedAtStart
+        let effects = job.finishAttempt(outcome, madeProgress: madeProgress, policy: config.retry, at: Date())
+        guard !effects.isEmpty else { return }
+        logOutcome(job)
+        if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
+        do {
+            // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
+            try await commit(job, durable: job.state.isTerminal)
+        } catch {
+            Log.error("job \(id): cannot journal its new state: \(error)")
+        }
+        enqueue(job)
+    }
+
+    /// The attempt could not even start (unknown remote, unsupported protocol): the same rules apply.
+    private func finishWithoutTransfer(_ started: Job, failure: any Error) {
+        var job = started
+        let transferFailure = failure as? TransferFailure ?? .config("\(failure)")
+        _ = job.finishAttempt(
+            .failed(transferFailure.error, retryable: transferFailure.retryable, retryAfter: transferFailure.retryAfter),
+            madeProgress: false, policy: config.retry, at: Date())
+        logOutcome(job)
+        store.apply(.job(job))
+        dependencies.events.publishState(info(for: job))
+        dependencies.journal.append([.job(job)])
+        enqueue(job)
+    }
+
+    private func logOutcome(_ job: Job) {
+        switch job.state {
+        case .completed:
+            Log.info("job \(job.id) completed: \(job.spec.source) -> \(job.result?.url ?? Redaction.redactURL(job.spec.destination))")
+        case .failed:
+            Log.warning("job \(job.id) failed: \(job.error?.message ?? "unknown error")")
+        case .queued:
+            Log.notice("job \(job.id): \(job.history.last?.message ?? "retrying")")
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import UploadCore
+
+/// What the control socket asks of the queue.
+extension Scheduler {
+    /// Adds a job: checks and snapshots the source, journals the job durably, then answers.
+    func add(_ params: AddParams) async throws(RPCError) -> JobInfo {
+        let spec = try JobSpecBuilder.build(params)
+        if let token = spec.clientToken, let existing = clientTokens[token], let job = store.jobs[existing] {
+            return info(for: job)
+        }
+        guard !stopping else { throw RPCError(code: RPCError.shuttingDownCode, message: "uploadd is stopping; add the file again once it is back") }
+        let id = JobID(reservedNextID)
+        reservedNextID += 1
+        let snapshots = dependencies.snapshots
+        let snapshot: SourceSnapshot
+        do {
+            snapshot = try await Blocking.run { try snapshots.snapshot(source: spec.source, id: id, mode: spec.snapshot) }
+        } catch let failure as TransferFailure {
+            let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
+            throw RPCError(code: code, message: failure.error.message)
+        } catch {
+            throw RPCError(code: RPCError.sourceErrorCode, message: "\(error)")
+        }
+        let now = Date()
+        var job = Job(id: id, spec: spec, createdAt: now)
+        job.snapshot = snapshot
+        job.bytesTotal = snapshot.size
+        job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
+        if let token = spec.clientToken { clientTokens[token] = id }
+        do {
+            try await commit(job, durable: true)
+        } catch {
+            store.apply(.removed(id))
+            if let token = spec.clientToken { clientTokens[token] = nil }
+            snapshots.discard(snapshot)
+            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)")
+        }
+        enqueue(job)
+        fillSlots()
+        Log.info("job \(id) added: \(spec.source) -> \(Redaction.redactURL(spec.destination))")
+        return info(for: store.jobs[id] ?? job)
+    }
+
+    func get(_ id: JobID) throws(RPCError) -> JobInfo {
+        guard let job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
+        return info(for: job, includeHistory: true)
+    }
+
+    func list(states: [JobState]?, ids: [JobID]?) -> [JobInfo] {
+        let wanted = states.map(Set.init)
+        let chosen: [Job]
+        if let ids {
+            chosen = ids.compactMap { store.jobs[$0] }
+        } else {
+            chosen = store.jobs.values.sorted { $0.id < $1.id }
+        }
+        return chosen.filter { wanted?.contains($0.state) ?? true }.map { info(for: $0) }
+    }
+
+    /// pause, resume, cancel or remove: all named jobs or none (an unknown ID or a transition that
+    /// makes no sense changes nothing and says which).
+    func perform(_ command: JobCommand, selection: JobSelection) async throws(RPCError) -> [JobInfo] {
+        let ids: [JobID]
+        if selection.all == true {
+            guard command == .pause || command == .resume else {
+                throw RPCError.invalidParams("'all' works with pause and resume only; name the jobs to \(command.rawValue)")
+            }
+            let from: Set<JobState> = command == .pause ? [.queued, .running] : [.paused]
+            ids = store.jobs.values.filter { from.contains($0.state) }.map(\.id).sorted()
+        } else {
+            ids = selection.namedIDs
+            guard !ids.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
+        }
+        let now = Date()
+        var planned: [(Job, JobEffects)] = []
+        for id in ids {
+            guard var job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
+            do {
+                let effects = try job.apply(command, at: now)
+                planned.append((job, effects))
+            } catch {
+                throw RPCError(code: RPCError.invalidTransitionCode, message: error.description)
+            }
+        }
+        var results: [JobInfo] = []
+        var failure: (any Error)?
+        for (job, effects) in planned {
+            do {
+                try await carryOut(effects, for: job)
+            } catch {
+                failure = error
+            }
+            results.append(info(for: job))
+        }
+        fillSlots()
+        if let failure { throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(failure)") }
+        return results
+    }
+
+    /// Drops completed, failed and canceled jobs, and their cached files.
+    func clear() async throws(RPCError) -> [JobInfo] {
+        let finished = store.jobs.values.filter { $0.state.isTerminal }.sorted { $0.id < $1.id }
+        var results: [JobInfo] = []
+        for job in finished {
+            dependencies.snapshots.discard(job.snapshot)
+            do {
+                try await forget(job.id)
+            } catch {
+                throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
+            }
+            results.append(info(for: job))
+        }
+        return results
+    }
+
+    /// Removes uploaded files from their servers, then forgets the jobs. Jobs not completed are
+    /// removed as `remove` would (their partial uploads are discarded).
+    func delete(_ ids: [JobID]) async throws(RPCError) -> [JobInfo] {
+        guard !ids.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
+        for id in ids where store.jobs[id] == nil { throw RPCError.jobNotFound(id) }
+        var results: [JobInfo] = []
+        for id in ids {
+            guard let job = store.jobs[id] else { continue }
+            if job.state == .completed {
+                do {
+                    let target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
+                    let transfer = try TransferFactory.transfer(for: target.uploadProtocol, http: dependencies.http)
+                    try await transfer.deleteUploaded(job, target: target)
+                    Log.info("job \(id): deleted \(job.result?.url ?? "the upload") from the server")
+                } catch {
+                    let message = (error as? TransferFailure)?.error.message ?? "\(error)"
+                    throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(id): delete failed: \(message)")
+                }
+                do {
+                    try await carryOut([.deleteCachedFile, .forget], for: job)
+                } catch {
+                    throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
+                }
+                results.append(info(for: job))
+            } else {
+                results += try await perform(.remove, selection: JobSelection(ids: [id]))
+            }
+        }
+        return results
+    }
+
+    /// Acts on a transition's effects, journaling the job's new state durably.
+    private func carryOut(_ effects: JobEffects, for job: Job) async throws {
+        if effects.contains(.stopTransfer) { running[job.id]?.task.cancel() }
+        if effects.contains(.discardServerUpload) { discardPartialUpload(of: job) }
+        if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
+        if effects.contains(.forget) {
+            unqueue(job)
+            try await forget(job.id)
+            dependencies.events.publishState(info(for: job))
+            return
+        }
+        if job.state == .queued { enqueue(job) } else { unqueue(job) }
+        try await commit(job, durable: true)
+    }
+
+    /// Tells the server to drop what it holds of an unfinished upload, in the background.
+    private func discardPartialUpload(of job: Job) {
+        let attempt = running[job.id]
+        let environment = dependencies.environment
+        let config = config
+        let http = dependencies.http
+        Task {
+            if let task = attempt?.task { await task.value }
+            do {
+                let target = try attempt?.target ?? TargetResolver(config: config, environment: environment).resolve(job)
+                let transfer = try attempt?.transfer ?? TransferFactory.transfer(for: target.uploadProtocol, http: http)
+                try await transfer.discardPartialUpload(job, target: target)
+            } catch {
+                Log.warning("job \(job.id): could not discard the partial upload on the server: \(error)")
+            }
+        }
+    }
+
+    func status(socket: String, startedAt: Date, journalDamage: String?, configWarnings: [String]) -> DaemonStatus {
+        let counts = stateCounts()
+        var byName: [String: Int] = [:]
+        for state in JobState.allCases { byName[state.rawValue] = counts[state] ?? 0 }
+        return DaemonStatus(
+            version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt), jobs: byName,
+            speed: running.values.reduce(0) { $0 + $1.meter.speed }, maxTransfers: config.maxTransfers,
+            stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
+            cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
+            journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings)
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import UploadCore
+
+/// Owns the queue: every job, its state machine, the journal records that change it, and the
+/// running transfers. Every change is a journal record applied to memory and appended to disk in
+/// the same actor turn, so the file and the memory never disagree about order.
+actor Scheduler {
+    struct Dependencies: Sendable {
+        var journal: Journal
+        var http: HTTPClient
+        var snapshots: SnapshotCache
+        var events: EventHub
+        var environment: [String: String]
+        /// Short live status for systemd's STATUS=, called at most every half second while busy.
+        var reportStatus: @Sendable (String) -> Void = { _ in }
+    }
+
+    struct RunningAttempt {
+        var task: Task<Void, Never>
+        var meter: ProgressMeter
+        var ackedAtStart: Int64
+        var transfer: any Transfer
+        var target: ResolvedTarget
+    }
+
+    let dependencies: Dependencies
+    var config: DaemonConfig
+    var store: JournalState
+    var ready = ReadyQueue()
+    /// Queued jobs waiting for their retry time.
+    var delayed: Set<JobID> = []
+    var running: [JobID: RunningAttempt] = [:]
+    var clientTokens: [String: JobID] = [:]
+    var reservedNextID: UInt64
+    var stopping = false
+    private var retryTimer: Task<Void, Never>?
+    private var retryTimerDeadline: Date?
+    private var ticker: Task<Void, Never>?
+    private var lastStatusText = ""
+    /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
+    private var requeuedAtStart: [Job] = []
+
+    init(replayed: JournalState, config: DaemonConfig, dependencies: Dependencies) {
+        self.dependencies = dependencies
+        self.config = config
+        var store = replayed
+        let now = Date()
+        var requeuedJobs: [Job] = []
+        for job in replayed.jobs.values where job.state == .running {
+            var requeued = job
+            requeued.requeueAfterRestart(at: now)
+            store.apply(.job(requeued))
+            requeuedJobs.append(requeued)
+        }
+        self.store = store
+        self.requeuedAtStart = requeuedJobs
+        self.reservedNextID = store.nextID
+        for job in store.jobs.values {
+            if let token = job.spec.clientToken { clientTokens[token] = job.id }
+            guard job.state == .queued else { continue }
+            if let next = job.nextAttemptAt, next > now { delayed.insert(job.id) } else { ready.insert(job.id, priority: job.spec.priority) }
+        }
+    }
+
+    /// Starts work after replay: requeued jobs are journaled, orphans removed, transfers started.
+    func start() {
+        if !requeuedAtStart.isEmpty { dependencies.journal.append(requeuedAtStart.map { .job($0) }) }
+        requeuedAtStart = []
+        dependencies.snapshots.removeOrphans(keeping: Set(store.jobs.values.compactMap { $0.snapshot?.isCached == true ? $0.snapshot?.path : nil }))
+        compactIfWorthwhile()
+        armRetryTimer()
+        fillSlots()
+    }
+
+    /// Applies a new config (SIGHUP or daemon.reload).
+    func reload(_ newConfig: DaemonConfig) {
+        config = newConfig
+        fillSlots()
+    }
+
+    /// Proves the actor is responsive: the watchdog pings systemd only after this returns.
+    func heartbeat() -> Bool { !stopping }
+
+    /// Stops every transfer at its next safe point and waits for them. Running jobs stay `running`
+    /// in the journal, so the next start resumes them.
+    func shutdown() async {
+        stopping = true
+        retryTimer?.cancel()
+        ticker?.cancel()
+        let tasks = running.values.map(\.task)
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+    }
+
+    // MARK: - Recording changes
+
+    /// Applies a job's new state and journals it. `durable` waits for the disk.
+    func commit(_ job: Job, durable: Bool) async throws {
+        store.apply(.job(job))
+        dependencies.events.publishState(info(for: job))
+        if durable {
+            try await dependencies.journal.appendDurably([.job(job)])
+        } else {
+            dependencies.journal.append([.job(job)])
+        }
+        compactIfWorthwhile()
+    }
+
+    func forget(_ id: JobID) async throws {
+        guard let job = store.jobs[id] else { return }
+        store.apply(.removed(id))
+        ready.remove(id, priority: job.spec.priority)
+        delayed.remove(id)
+        if let token = job.spec.clientToken { clientTokens[token] = nil }
+        try await dependencies.journal.appendDurably([.removed(id)])
+        compactIfWorthwhile()
+    }
+
+    /// Rewrites the journal when it holds far more records than live jobs.
+    private func compactIfWorthwhile() {
+        let written = dependencies.journal.recordsSinceCompaction
+        guard written > max(10_000, store.jobs.count * 4) else { return }
+        dependencies.journal.compact(store.compactedRecords())
+    }
+
+    // MARK: - Picking work
+
+    /// Starts queued jobs until the limit of concurrent transfers is reached.
+    func fillSlots() {
+        var skipped: [Job] = []
+        while !stopping, running.count < config.maxTransfers, let id = ready.popFirst() {
+            guard let job = store.jobs[id], job.state == .queued else { continue }
+            if running[id] != nil {
+                skipped.append(job)  // its previous attempt is still stopping; it starts when that ends
+                continue
+            }
+            startAttempt(job)
+        }
+        for job in skipped where !delayed.contains(job.id) { ready.insert(job.id, priority: job.spec.priority) }
+        updateTicker()
+    }
+
+    /// Puts a queued job where it belongs: ready now, or delayed until its retry time.
+    func enqueue(_ job: Job) {
+        guard job.state == .queued else { return }
+        if let next = job.nextAttemptAt, next > Date() {
+            delayed.insert(job.id)
+            armRetryTimer()
+        } else {
+            delayed.remove(job.id)
+            ready.insert(job.id, priority: job.spec.priority)
+        }
+    }
+
+    func unqueue(_ job: Job) {
+        ready.remove(job.id, priority: job.spec.priority)
+        delayed.remove(job.id)
+    }
+
+    private func armRetryTimer() {
+        let earliest = delayed.compactMap { store.jobs[$0]?.nextAttemptAt }.min()
+        guard let earliest else {
+            retryTimer?.cancel()
+            retryTimer = nil
+            retryTimerDeadline = nil
+            return
+        }
+        if retryTimer != nil, let deadline = retryTimerDeadline, deadline <= earliest { return }
+        retryTimer?.cancel()
+        retryTimerDeadline = earliest
+        retryTimer = Task { [weak self] in
+            let wait = max(0, earliest.timeIntervalSinceNow)
+            try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
+            guard !Task.isCancelled else { return }
+            await self?.retryTimerFired()
+        }
+    }
+
+    private func retryTimerFired() {
+        retryTimer = nil
+        retryTimerDeadline = nil
+        let now = Date()
+        for id in delayed {
+            guard let job = store.jobs[id] else {
+                delayed.remove(id)
+                continue
+            }
+            if (job.nextAttemptAt ?? now) <= now {
+                delayed.remove(id)
+                if job.state == .queued { ready.insert(id, priority: job.spec.priority) }
+            }
+        }
+        armRetryTimer()
+        fillSlots()
+    }
+
+    // MARK: - Live progress
+
+    /// While transfers run: progress events for subscribers and STATUS= for systemd, twice a second.
+    /// Idle, nothing ticks.
+    private func updateTicker() {
+        if running.isEmpty {
+            ticker?.cancel()
+            ticker = nil
+            reportStatusIfChanged()
+            return
+        }
+        guard ticker == nil else { return }
+        ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                guard !Task.isCancelled else { return }
+                await self?.tick()
+            }
+        }
+    }
+
+    private func tick() {
+        if dependencies.events.hasSubscribers {
+            for (id, attempt) in running {
+                guard let job = store.jobs[id], job.state == .running else { continue }
+                let info = info(for: job)
+                dependencies.events.publishProgress(
+                    JobProgressEvent(
+                        id: id, bytesTotal: job.bytesTotal, bytesSent: attempt.meter.bytesSent, bytesAcked: job.bytesAcked,
+                        speed: info.speed, eta: info.eta))
+            }
+        }
+        reportStatusIfChanged()
+    }
+
+    func reportStatusIfChanged() {
+        let counts = stateCounts()
+        let speed = running.values.reduce(0) { $0 + $1.meter.speed }
+        var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
+        if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
+        if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
+        let text = parts.joined(separator: ", ")
+        guard text != lastStatusText else { return }
+        lastStatusText = text
+        dependencies.reportStatus(text)
+    }
+
+    func stateCounts() -> [JobState: Int] {
+        var counts: [JobState: Int] = [:]
+        for job in store.jobs.values { counts[job.state, default: 0] += 1 }
+        return counts
+    }
+
+    /// The public view of a job, with live numbers when it is running.
+    func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
+        if let attempt = running[job.id], job.state == .running {
+            return JobInfo(job: job, bytesSent: attempt.meter.bytesSent, speed: attempt.meter.speed, includeHistory: includeHistory)
+        }
+        return JobInfo(job: job, includeHistory: includeHistory)
+    }
+}

@@ -1,0 +1,63 @@
+import Glibc
+import UploadCore
+
+/// A job's bytes, open for reading with pread from any thread.
+///
+/// Opened from the job's snapshot when an attempt starts. For `.original` snapshots the file's
+/// identity (device, inode, size, mtime) must still match what `add` saw, before and after upload.
+final class SourceFile: Sendable {
+    let fd: Int32
+    let size: Int64
+    let snapshot: SourceSnapshot
+    /// The path the user named, for messages.
+    let displayPath: String
+
+    init(snapshot: SourceSnapshot, displayPath: String) throws(TransferFailure) {
+        self.snapshot = snapshot
+        self.displayPath = displayPath
+        let fd = open(snapshot.path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else {
+            let error = SystemError("read", path: snapshot.path)
+            if snapshot.kind == .original && error.errno == ENOENT {
+                throw .source("\(displayPath) was deleted after it was added (added with --snapshot none or no room for a copy); add it again")
+            }
+            throw .source(error.description)
+        }
+        self.fd = fd
+        self.size = snapshot.size
+        do {
+            try verifyUnchanged()
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Fails when the file no longer is what `add` saw.
+    func verifyUnchanged() throws(TransferFailure) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: snapshot.path).description) }
+        let size = Int64(info.st_size)
+        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let changed =
+            size != snapshot.size
+            || (snapshot.kind == .original
+                && (UInt64(info.st_ino) != snapshot.inode || UInt64(info.st_dev) != snapshot.device
+                    || mtime != snapshot.modificationTimeNanoseconds))
+        if changed {
+            throw .source(
+                "\(displayPath) changed since it was added (size \(snapshot.size) → \(size)); add it again to upload the new content, or use --snapshot copy to upload a copy taken at add time")
+        }
+    }
+
+    /// Reads up to `count` bytes at `offset` into `buffer`; returns the bytes read, or -1 with errno.
+    func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+        while true {
+            let result = pread(fd, buffer, count, off_t(offset))
+            if result < 0 && errno == EINTR { continue }
+            return result
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import CSystemd
+import Foundation
+
+/// Tells systemd how the service is doing (sd_notify). Does nothing outside a Type=notify unit,
+/// where NOTIFY_SOCKET is unset.
+struct SystemdNotifier: Sendable {
+    func notify(_ fields: String) {
+        _ = sd_notify(0, fields)
+    }
+
+    func ready(status: String) { notify("READY=1\nSTATUS=\(status)") }
+    func status(_ text: String) { notify("STATUS=\(text)") }
+    func stopping() { notify("STOPPING=1\nSTATUS=stopping") }
+
+    func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let microseconds = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+        notify("RELOADING=1\nMONOTONIC_USEC=\(microseconds)\nSTATUS=reloading the config")
+    }
+
+    /// Asks for more start-up time while a long replay runs.
+    func extendTimeout(seconds: Int) { notify("EXTEND_TIMEOUT_USEC=\(seconds * 1_000_000)") }
+
+    /// Start-up failed: the errno for systemctl status, and a line saying why.
+    func failed(errno: Int32, status: String) { notify("ERRNO=\(errno)\nSTATUS=\(status)") }
+
+    func watchdogPing() { notify("WATCHDOG=1") }
+
+    /// The watchdog interval systemd expects pings within, when WatchdogSec= is set for us.
+    var watchdogInterval: Duration? {
+        var microseconds: UInt64 = 0
+        guard sd_watchdog_enabled(0, &microseconds) > 0, microseconds > 0 else { return nil }
+        return .microseconds(Int64(microseconds))
+    }
+}
+
+/// Sockets handed over by systemd's socket activation.
+enum SocketActivation {
+    /// The listening Unix stream socket passed by systemd, or nil when not socket-activated.
+    /// Throws when systemd passed something else, which is a unit misconfiguration.
+    static func inheritedControlSocket() throws -> Int32? {
+        let count = sd_listen_fds(1)
+        if count < 0 { throw SystemError("sd_listen_fds", errno: -count) }
+        guard count > 0 else { return nil }
+        let fd = SD_LISTEN_FDS_START
+        guard sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 else {
+            throw JournalOpenError(message: "systemd passed fd \(fd), which is not a listening Unix stream socket; check uploadd.socket")
+        }
+        if count > 1 { Log.warning("systemd passed \(count) sockets; using the first one") }
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        return fd
+    }
+}

@@ -1,0 +1,4 @@
+import Glibc
+import UploadControl
+
+exit(UploadControlMain.run(arguments: Array(CommandLine.arguments.dropFirst())))

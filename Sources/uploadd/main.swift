@@ -1,0 +1,4 @@
+import Glibc
+import UploadDaemon
+
+exit(await UploadDaemonMain.run(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,161 @@
+import Testing
+import UploadCore
+
+@testable import UploadControl
+
+@Suite struct AddCommandParsingTests {
+    @Test func everyOption() throws {
+        let add = try AddCommand(arguments: [
+            "a.mp4", "--to", "https://h/d/", "b.jpg", "--protocol=tus", "--header", "X-A: 1", "--header=X-B: 2",
+            "--field", "k=v", "--field=token=a=b", "--user", "bob:pw", "--chunk-size", "8M", "--priority=-3",
+            "--snapshot", "copy", "--image", "max=1280,q=75", "--wait",
+        ])
+        #expect(add.paths == ["a.mp4", "b.jpg"])
+        #expect(add.destination == "https://h/d/")
+        #expect(add.uploadProtocol == .tus)
+        #expect(add.headers == ["X-A: 1", "X-B: 2"])
+        #expect(add.fields == ["k=v", "token=a=b"])
+        #expect(add.user == "bob:pw")
+        #expect(add.chunkSize == "8M")
+        #expect(add.priority == -3)
+        #expect(add.snapshot == .copy)
+        #expect(add.image == "max=1280,q=75")
+        #expect(add.wait)
+    }
+
+    @Test func defaultsLeaveEverythingToTheDaemon() throws {
+        let add = try AddCommand(arguments: ["a", "--to", "file:///d/"])
+        #expect(add.uploadProtocol == nil && add.chunkSize == nil && add.priority == nil && add.snapshot == nil)
+        #expect(!add.wait)
+        let params = add.requests(workingDirectory: "/w")[0]
+        #expect(params.headers == nil && params.fields == nil && params.user == nil)
+    }
+
+    @Test func userWithoutPasswordIsSentAsGiven() throws {
+        #expect(try AddCommand(arguments: ["a", "--to", "x", "--user", "bob"]).user == "bob")
+    }
+
+    @Test func requestsMakePathsAbsoluteAndKeepTheirOrder() throws {
+        let add = try AddCommand(arguments: ["b/c.mp4", "/abs/x", "./d", "--to", "s3://bkt/p/", "--chunk-size", "5M"])
+        let params = add.requests(workingDirectory: "/home/u")
+        #expect(params.map(\.source) == ["/home/u/b/c.mp4", "/abs/x", "/home/u/d"])
+        #expect(params.allSatisfy { $0.destination == "s3://bkt/p/" && $0.chunkSize == "5M" })
+    }
+
+    @Test(arguments: [
+        ("a", "/w", "/w/a"), ("./a", "/w/", "/w/a"), ("a//b/./c", "/w", "/w/a/b/c"), ("/x/./y", "/w", "/x/y"),
+        ("../a", "/w/v", "/w/v/../a"),
+    ])
+    func absolutePath(path: String, workingDirectory: String, expected: String) {
+        #expect(AddCommand.absolutePath(path, workingDirectory: workingDirectory) == expected)
+    }
+
+    @Test(arguments: [
+        (["--to", "x"], "missing PATH: name at least one file to upload"),
+        (["a"], "missing --to DEST: say where to upload"),
+        (["a", "--to="], "--to needs a destination, not an empty string"),
+        (["a", "--to", "x", "--header", "NoColon"], "--header needs 'Name: value', not 'NoColon'"),
+        (["a", "--to", "x", "--header", ": v"], "--header needs 'Name: value', not ': v'"),
+        (["a", "--to", "x", "--field", "novalue"], "--field needs 'name=value', not 'novalue'"),
+        (["a", "--to", "x", "--field", "=v"], "--field needs 'name=value', not '=v'"),
+        (["a", "--to", "x", "--priority", "high"], "--priority needs a whole number, not 'high'"),
+        (["a", "--to", "x", "--user="], "--user needs a user name"),
+        (["a", "--to", "x", "--bogus"], "unknown option '--bogus'"),
+    ])
+    func mistakes(arguments: [String], message: String) {
+        #expect(throws: UsageError(message, command: "add")) { try AddCommand(arguments: arguments) }
+    }
+
+    @Test(arguments: [
+        ["--protocol", "ftp"], ["--snapshot", "maybe"], ["--chunk-size", "8Q"], ["--chunk-size", "-1"],
+    ])
+    func badChoicesAndSizes(extra: [String]) {
+        #expect(throws: UsageError.self) { try AddCommand(arguments: ["a", "--to", "x"] + extra) }
+    }
+}
+
+@Suite struct JobCommandParsingTests {
+    @Test func listStates() throws {
+        let list = try ListCommand(arguments: ["--state", "failed", "--state=canceled"])
+        #expect(list.states == [.failed, .canceled])
+        #expect(try ListCommand(arguments: []).params.states == nil)
+        #expect(throws: UsageError.self) { try ListCommand(arguments: ["--state", "done"]) }
+        #expect(throws: UsageError.self) { try ListCommand(arguments: ["7"]) }
+    }
+
+    @Test func showTakesExactlyOneID() throws {
+        #expect(try ShowCommand(arguments: ["42"]).id == JobID(42))
+        #expect(throws: UsageError.self) { try ShowCommand(arguments: []) }
+        #expect(throws: UsageError.self) { try ShowCommand(arguments: ["1", "2"]) }
+    }
+
+    @Test(arguments: ["0", "-1", "+5", "abc", "7a", "1.5", "", "99999999999999999999999"])
+    func badIDs(text: String) {
+        #expect(throws: UsageError.self) { try ArgumentValues.jobID(text) }
+        #expect(throws: UsageError.self) { try CancelCommand(arguments: ["--", text]) }
+    }
+
+    @Test func actionsTakeIDsWithoutDuplicates() throws {
+        #expect(try CancelCommand(arguments: ["3", "1", "3"]).selection.ids == [JobID(3), JobID(1)])
+        #expect(try RemoveCommand(arguments: ["5"]).selection.ids == [JobID(5)])
+        #expect(try DeleteCommand(arguments: ["6"]).selection.ids == [JobID(6)])
+        #expect(try ResumeCommand(arguments: ["2"]).selection.ids == [JobID(2)])
+    }
+
+    @Test func pauseAndResumeTakeAll() throws {
+        let pause = try PauseCommand(arguments: ["--all"])
+        #expect(pause.selection.all == true && pause.selection.ids == nil)
+        #expect(try ResumeCommand(arguments: ["--all"]).selection.all == true)
+        #expect(throws: UsageError("give job IDs or --all, not both", command: "pause")) {
+            try PauseCommand(arguments: ["1", "--all"])
+        }
+        #expect(throws: UsageError("missing ID: name the jobs to pause, or --all", command: "pause")) {
+            try PauseCommand(arguments: [])
+        }
+    }
+
+    @Test func onlyPauseAndResumeTakeAll() {
+        #expect(throws: UsageError("unknown option '--all'", command: "cancel")) {
+            try CancelCommand(arguments: ["--all"])
+        }
+        #expect(throws: UsageError.self) { try RemoveCommand(arguments: ["--all"]) }
+        #expect(throws: UsageError.self) { try DeleteCommand(arguments: ["--all"]) }
+        #expect(throws: UsageError("missing ID: name the jobs to cancel", command: "cancel")) {
+            try CancelCommand(arguments: [])
+        }
+    }
+
+    @Test func commandsWithoutArguments() throws {
+        _ = try StatusCommand(arguments: [])
+        _ = try ReloadCommand(arguments: [])
+        _ = try ClearCommand(arguments: [])
+        #expect(throws: UsageError("unexpected argument 'now'", command: "clear")) {
+            try ClearCommand(arguments: ["now"])
+        }
+        #expect(throws: UsageError.self) { try StatusCommand(arguments: ["--all"]) }
+        #expect(throws: UsageError.self) { try ReloadCommand(arguments: ["x"]) }
+    }
+
+    @Test func waitIDsAndTimeout() throws {
+        let wait = try WaitCommand(arguments: ["1", "--timeout", "2.5", "2"])
+        #expect(wait.ids == [JobID(1), JobID(2)])
+        #expect(wait.timeout == 2.5)
+        #expect(try WaitCommand(arguments: ["1", "--timeout=0"]).timeout == 0)
+        #expect(try WaitCommand(arguments: ["1"]).timeout == nil)
+        #expect(throws: UsageError.self) { try WaitCommand(arguments: ["--timeout", "5"]) }
+        for bad in ["-1", "soon", "inf", "nan"] {
+            #expect(throws: UsageError.self) { try WaitCommand(arguments: ["1", "--timeout", bad]) }
+        }
+    }
+
+    @Test func waitScalesToThousandsOfIDs() throws {
+        let texts = (1...2000).map(String.init)
+        #expect(try WaitCommand(arguments: texts).ids.count == 2000)
+    }
+
+    @Test func watchIDsAreOptional() throws {
+        #expect(try WatchCommand(arguments: []).ids.isEmpty)
+        #expect(try WatchCommand(arguments: ["4", "5"]).ids == [JobID(4), JobID(5)])
+        #expect(throws: UsageError.self) { try WatchCommand(arguments: ["x"]) }
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+import UploadCore
+
+@testable import UploadControl
+
+/// Whole command lines against a fake daemon: what is sent, what is printed, how it exits.
+@Suite struct CommandRunTests {
+    private func run(_ arguments: [String], daemon: FakeDaemon, output: CapturedOutput) -> ExitCode {
+        UploadControlMain.run(
+            arguments: arguments, environment: ["UPLOADD_SOCKET": daemon.socketPath], workingDirectory: "/work",
+            output: output.streams)
+    }
+
+    @Test func addSendsOneBatchAndReportsEachFailure() throws {
+        let daemon = try FakeDaemon { line in
+            let answers = Wire.requests(line).enumerated().map { index, request -> String in
+                let source = request.params?.objectValue?["source"]
+                if source == .string("/work/b.bad") {
+                    return Wire.error(id: request.id, RPCError(code: -32003, message: "cannot open /work/b.bad"))
+                }
+                return Wire.result(id: request.id, sampleJob(id: UInt64(10 + index), state: .queued))
+            }
+            return ["[" + answers.joined(separator: ",") + "]"]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        let status = run(
+            ["add", "a.mp4", "b.bad", "/abs/c.mp4", "--to", "https://h/", "--header", "A: 1"], daemon: daemon,
+            output: output)
+        #expect(status == .failure)
+        #expect(output.standardOutput == "10\n12\n")
+        #expect(output.standardError == "uploadctl: b.bad: cannot open /work/b.bad\n")
+        #expect(daemon.requestLines.count == 1)
+        let requests = Wire.requests(daemon.requestLines[0])
+        #expect(requests.map(\.method) == ["job.add", "job.add", "job.add"])
+        let sources = requests.compactMap { $0.params?.objectValue?["source"] }
+        #expect(sources == [.string("/work/a.mp4"), .string("/work/b.bad"), .string("/abs/c.mp4")])
+        #expect(requests[0].params?.objectValue?["headers"] == .array([.string("A: 1")]))
+    }
+
+    @Test func waitExitsWhenAllJobsEndAndNamesTheFailures() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            switch request.method {
+            case "events.subscribe":
+                // A stale event, older than the job.get answer that follows: it must not count.
+                return [
+                    Wire.result(id: request.id, [String: String]()),
+                    Wire.notification(.state, sampleJob(id: 2, state: .completed)),
+                ]
+            case "job.get":
+                var failed = sampleJob(id: 2, state: .failed)
+                failed.error = JobError(code: "http", message: "server answered 500")
+                return [
+                    Wire.result(
+                        id: request.id,
+                        JobList(jobs: [sampleJob(id: 1, state: .running), sampleJob(id: 2, state: .running)])),
+                    Wire.notification(
+                        .progress,
+                        JobProgressEvent(id: JobID(1), bytesTotal: 9, bytesSent: 5, bytesAcked: 5, speed: 1, eta: 4)),
+                    Wire.notification(.state, sampleJob(id: 1, state: .completed)),
+                    Wire.notification(.state, failed),
+                ]
+            default:
+                return [Wire.error(id: request.id, RPCError.methodNotFound(request.method))]
+            }
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "1", "2"], daemon: daemon, output: output) == .failure)
+        #expect(output.standardError == "uploadctl: job 2 failed: server answered 500\n")
+        #expect(output.standardOutput == "")
+        let requests = daemon.requestLines.flatMap(Wire.requests)
+        #expect(requests.map(\.method) == ["events.subscribe", "job.get"])
+        #expect(requests[1].params == .object(["ids": .array([.number(1), .number(2)])]))
+    }
+
+    @Test func waitIgnoresEventsOlderThanTheCurrentStateAndTimesOut() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            if request.method == "events.subscribe" {
+                return [
+                    Wire.result(id: request.id, [String: String]()),
+                    Wire.notification(.state, sampleJob(id: 5, state: .completed)),
+                ]
+            }
+            return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)]))]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "5", "--timeout", "0.2"], daemon: daemon, output: output) == .failure)
+        #expect(output.standardError == "uploadctl: timed out after 0.2s; still waiting for job 5\n")
+    }
+
+    @Test func waitSucceedsWhenAlreadyCompletedAndSendsOneRequestForManyIDs() throws {
+        let ids = (1...2000).map { UInt64($0) }
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
+            return [Wire.result(id: request.id, JobList(jobs: ids.map { sampleJob(id: $0, state: .completed) }))]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait"] + ids.map(String.init), daemon: daemon, output: output) == .success)
+        #expect(daemon.requestLines.count == 2)
+    }
+
+    @Test func droppedConnectionWhileWaitingIsUnavailable() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
+            return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 1)])), FakeDaemon.hangUp]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "1"], daemon: daemon, output: output) == .unavailable)
+        #expect(
+            output.standardError == """
+                uploadctl: lost the connection to uploadd at \(daemon.socketPath): the daemon closed the connection
+
+                """)
+    }
+
+    @Test func unreachableDaemonExits69WithAHint() {
+        let output = CapturedOutput()
+        let status = UploadControlMain.run(
+            arguments: ["--socket", "/nonexistent/control.sock", "status"], environment: [:], workingDirectory: "/",
+            output: output.streams)
+        #expect(status == .unavailable)
+        #expect(
+            output.standardError == """
+                uploadctl: cannot reach uploadd at /nonexistent/control.sock: No such file or directory; \
+                is it running? (systemctl --user start uploadd.socket)
+
+                """)
+    }
+
+    @Test func usageErrorExits64WithTheCommandsHint() {
+        let output = CapturedOutput()
+        let status = UploadControlMain.run(
+            arguments: ["add", "x"], environment: [:], workingDirectory: "/", output: output.streams)
+        #expect(status == .usage)
+        #expect(
+            output.standardError == "uploadctl: missing --to DEST: say where to upload\nTry 'uploadctl add --help'.\n")
+        #expect(output.standardOutput.isEmpty)
+    }
+
+    @Test func actionsPrintOneLinePerJobOrTheJSONResult() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            return [
+                Wire.result(
+                    id: request.id, JobList(jobs: [sampleJob(id: 3, state: .paused), sampleJob(id: 4, state: .paused)]))
+            ]
+        }
+        defer { daemon.stop() }
+        let text = CapturedOutput()
+        #expect(run(["pause", "3", "4"], daemon: daemon, output: text) == .success)
+        #expect(text.standardOutput == "3 paused\n4 paused\n")
+        let json = CapturedOutput()
+        #expect(run(["pause", "--all", "--json"], daemon: daemon, output: json) == .success)
+        let decoded = try JSONCoding.decoder.decode(JobList.self, from: Data(json.standardOutput.utf8))
+        #expect(decoded.jobs.map(\.id) == [JobID(3), JobID(4)])
+        #expect(json.standardOutput.filter { $0 == "\n" }.count == 1)
+        #expect(Wire.requests(daemon.requestLines[1])[0].params == .object(["all": .bool(true)]))
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Glibc
+import Synchronization
+import UploadCore
+
+@testable import UploadControl
+
+/// A stand-in for uploadd on a real Unix socket in a temporary directory. Each request line is
+/// recorded and answered with the lines `respond` returns; nil closes the connection, and so does
+/// `FakeDaemon.hangUp` as the last line, after the lines before it are sent.
+final class FakeDaemon: Sendable {
+    let socketPath: String
+    private let directory: String
+    private let listener: Int32
+    private let recorder = Recorder()
+
+    private final class Recorder: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    struct SetupError: Error { var operation: String }
+
+    static let hangUp = "<hang up>"
+
+    init(respond: @escaping @Sendable (String) -> [String]?) throws {
+        var template = Array("/tmp/uploadctl-test-XXXXXX".utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw SetupError(operation: "mkdtemp")
+        }
+        directory = String(cString: created)
+        socketPath = directory + "/control.sock"
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array(socketPath.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 8) == 0 else { throw SetupError(operation: "bind") }
+        let listeningSocket = listener
+        let record: @Sendable (String) -> Void = { [recorder] line in recorder.lines.withLock { $0.append(line) } }
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listeningSocket, nil, nil)
+                if connection < 0 { return }  // shut down
+                Thread.detachNewThread { Self.serve(connection, respond: respond, record: record) }
+            }
+        }
+    }
+
+    /// Every request line received so far, in order.
+    var requestLines: [String] { recorder.lines.withLock { $0 } }
+
+    /// Stops accepting and removes the socket.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        unlink(socketPath)
+        rmdir(directory)
+    }
+
+    private static func serve(
+        _ connection: Int32, respond: @Sendable (String) -> [String]?, record: @Sendable (String) -> Void
+    ) {
+        defer { close(connection) }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = read(connection, &buffer, buffer.count)
+            if count <= 0 { return }
+            pending += buffer[..<count]
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                record(line)
+                guard var answer = respond(line) else { return }
+                let hangUp = answer.last == FakeDaemon.hangUp
+                if hangUp { answer.removeLast() }
+                let bytes = Array(answer.map { $0 + "\n" }.joined().utf8)
+                var offset = 0
+                while offset < bytes.count {
+                    let written = bytes[offset...].withUnsafeBytes {
+                        send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
+                    if written <= 0 { return }
+                    offset += written
+                }
+                if hangUp { return }
+            }
+        }
+    }
+}
+
+/// Helpers to read requests and write answers as the daemon does.
+enum Wire {
+    /// The requests on one line: a batch or a lone request.
+    static func requests(_ line: String) -> [RPCRequest] {
+        let data = Data(line.utf8)
+        if let batch = try? JSONCoding.decoder.decode([RPCRequest].self, from: data) { return batch }
+        return (try? [JSONCoding.decoder.decode(RPCRequest.self, from: data)]) ?? []
+    }
+
+    static func result(id: JSONValue?, _ value: some Encodable) -> String {
+        encode(RPCResponse(id: id ?? .null, result: try! JSONValue(encoding: value)))
+    }
+
+    static func error(id: JSONValue?, _ error: RPCError) -> String {
+        encode(RPCResponse(id: id ?? .null, error: error))
+    }
+
+    static func notification(_ event: ControlEvent, _ params: some Encodable) -> String {
+        encode(RPCNotification(method: event.rawValue, params: try! JSONValue(encoding: params)))
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        String(decoding: try! JSONCoding.encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// Output captured from a command run.
+final class CapturedOutput {
+    var standardOutput = ""
+    var standardError = ""
+
+    var streams: OutputStreams {
+        OutputStreams(standardOutput: { self.standardOutput += $0 }, standardError: { self.standardError += $0 })
+    }
+}

@@ -10,7 +10,7 @@ extension Scheduler {
         let transfer: any Transfer
         do {
             target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
-            transfer = try TransferFactory.transfer(for: target.uploadProtocol, http: dependencies.http)
+            transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
         } catch {
             store.apply(.job(job))
             finishWithoutTransfer(job, failure: error)

@@ -10,9 +10,16 @@ extension Scheduler {
             return info(for: job)
         }
         guard !stopping else { throw RPCError(code: RPCError.shuttingDownCode, message: "uploadd is stopping; add the file again once it is back") }
+        let snapshots = dependencies.snapshots
+        let source = spec.source
+        do {
+            // Checked before an ID is handed out, so a mistyped path does not leave a gap in the IDs.
+            _ = try await Blocking.run { close(try SourceCheck.openRegularFile(source)) }
+        } catch {
+            throw RPCError(code: RPCError.sourceErrorCode, message: (error as? TransferFailure)?.error.message ?? "\(error)")
+        }
         let id = JobID(reservedNextID)
         reservedNextID += 1
-        let snapshots = dependencies.snapshots
         let snapshot: SourceSnapshot
         do {
             snapshot = try await Blocking.run { try snapshots.snapshot(source: spec.source, id: id, mode: spec.snapshot) }
@@ -125,7 +132,7 @@ extension Scheduler {
             if job.state == .completed {
                 do {
                     let target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
-                    let transfer = try TransferFactory.transfer(for: target.uploadProtocol, http: dependencies.http)
+                    let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
                     try await transfer.deleteUploaded(job, target: target)
                     Log.info("job \(id): deleted \(job.result?.url ?? "the upload") from the server")
                 } catch {
@@ -166,11 +173,12 @@ extension Scheduler {
         let environment = dependencies.environment
         let config = config
         let http = dependencies.http
+        let makeTransfer = dependencies.makeTransfer
         Task {
             if let task = attempt?.task { await task.value }
             do {
                 let target = try attempt?.target ?? TargetResolver(config: config, environment: environment).resolve(job)
-                let transfer = try attempt?.transfer ?? TransferFactory.transfer(for: target.uploadProtocol, http: http)
+                let transfer = try attempt?.transfer ?? makeTransfer(target.uploadProtocol, http)
                 try await transfer.discardPartialUpload(job, target: target)
             } catch {
                 Log.warning("job \(job.id): could not discard the partial upload on the server: \(error)")

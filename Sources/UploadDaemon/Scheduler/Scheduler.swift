@@ -13,6 +13,10 @@ actor Scheduler {
         var environment: [String: String]
         /// Short live status for systemd's STATUS=, called at most every half second while busy.
         var reportStatus: @Sendable (String) -> Void = { _ in }
+        /// The seam between the queue and the network: tests put a scripted Transfer here.
+        var makeTransfer: @Sendable (UploadProtocol, HTTPClient) throws -> any Transfer = { uploadProtocol, http in
+            try TransferFactory.transfer(for: uploadProtocol, http: http)
+        }
     }
 
     struct RunningAttempt {

@@ -70,6 +70,9 @@ final class ControlConnection {
 
     /// Sends the requests as one batch line (a lone request as a plain object) and returns each one's
     /// outcome in the order given, matching answers by id whatever order they come in.
+    ///
+    /// A batch that would exceed the daemon's line limit (`ControlProtocol.maxLineLength`) goes out as
+    /// several batch lines instead of being refused whole.
     func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<JSONValue, RPCError>] {
         guard !calls.isEmpty else { return [] }
         let firstID = nextRequestID
@@ -77,11 +80,7 @@ final class ControlConnection {
         let requests = calls.enumerated().map { offset, call in
             RPCRequest(id: .number(Double(firstID + offset)), method: call.method.rawValue, params: call.params)
         }
-        var line =
-            requests.count == 1
-            ? try JSONCoding.encoder.encode(requests[0]) : try JSONCoding.encoder.encode(requests)
-        line.append(UInt8(ascii: "\n"))
-        try send(Array(line))
+        for line in try Self.encodeLines(requests[...]) { try send(line) }
 
         var outcomes = [Result<JSONValue, RPCError>?](repeating: nil, count: calls.count)
         var unanswered = calls.count
@@ -107,6 +106,19 @@ final class ControlConnection {
         return outcomes.map { $0! }
     }
 
+    /// Request lines, each within the daemon's limit unless a single request is longer on its own.
+    static func encodeLines(_ requests: ArraySlice<RPCRequest>) throws -> [[UInt8]] {
+        var line = Array(
+            requests.count == 1
+                ? try JSONCoding.encoder.encode(requests.first!) : try JSONCoding.encoder.encode(Array(requests)))
+        if line.count >= ControlProtocol.maxLineLength, requests.count > 1 {
+            let middle = requests.startIndex + requests.count / 2
+            return try encodeLines(requests[..<middle]) + encodeLines(requests[middle...])
+        }
+        line.append(UInt8(ascii: "\n"))
+        return [line]
+    }
+
     /// The next notification, or nil when `deadline` passes first (nil waits for ever).
     /// Throws `connectionLost` when the daemon closes the connection.
     func nextNotification(until deadline: ContinuousClock.Instant?) throws(ControlClientError) -> RPCNotification? {
@@ -117,9 +129,10 @@ final class ControlConnection {
         return nil
     }
 
-    /// Drops the notifications that arrived while waiting for answers: an answer read after them is newer.
-    func discardQueuedNotifications() {
-        queuedNotifications = []
+    /// Hands over, and forgets, the notifications that arrived while calls waited for their answers.
+    func takeQueuedNotifications() -> [RPCNotification] {
+        defer { queuedNotifications = [] }
+        return Array(queuedNotifications)
     }
 
     private func send(_ bytes: [UInt8]) throws(ControlClientError) {

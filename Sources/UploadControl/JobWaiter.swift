@@ -19,6 +19,27 @@ struct JobTracker {
         if job.state.isTerminal { unfinished.remove(job.id) } else { unfinished.insert(job.id) }
     }
 
+    /// Records a state that arrived before the snapshot it may be older than: only when it is newer.
+    /// Timestamps have whole seconds, so within one second the state further along wins (a job that
+    /// completes while `job.get` is answered has its event sent first).
+    mutating func updateIfNewer(_ job: JobInfo) -> Bool {
+        if let known = jobs[job.id] {
+            let newer = job.updatedAt > known.updatedAt
+            let sameSecondFurther = job.updatedAt == known.updatedAt && Self.rank(job.state) > Self.rank(known.state)
+            guard newer || sameSecondFurther else { return false }
+        }
+        update(job)
+        return true
+    }
+
+    private static func rank(_ state: JobState) -> Int {
+        switch state {
+        case .queued, .paused: return 0
+        case .running: return 1
+        case .completed, .failed, .canceled: return 2
+        }
+    }
+
     /// Every followed job is completed, failed or canceled.
     var isFinished: Bool { unfinished.isEmpty }
 
@@ -43,10 +64,15 @@ enum JobWaiter {
         var tracker = JobTracker(ids: ids)
         _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams(ids: ids)))
         let current = try connection.call(.get, params: JobSelection(ids: ids), as: JobList.self)
-        // Subscribed first, so nothing is missed; what arrived before the answer is older than it.
-        connection.discardQueuedNotifications()
+        // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
+        let early = connection.takeQueuedNotifications()
         current.jobs.forEach { tracker.update($0) }
         onStart(tracker)
+        for notification in early where notification.method == ControlEvent.state.rawValue {
+            if let job = try? notification.params.decode(JobInfo.self), tracker.updateIfNewer(job) {
+                onNotification(notification, tracker)
+            }
+        }
         while !tracker.isFinished {
             guard let notification = try connection.nextNotification(until: deadline) else { break }
             if notification.method == ControlEvent.state.rawValue,

@@ -159,3 +159,31 @@ import UploadCore
         #expect(throws: UsageError.self) { try WatchCommand(arguments: ["x"]) }
     }
 }
+
+@Suite struct JobTrackerTests {
+    @Test func terminalStatesFinishAndResumedJobsAreWaitedForAgain() {
+        var tracker = JobTracker(ids: [JobID(1), JobID(2)])
+        tracker.update(sampleJob(id: 1, state: .completed))
+        #expect(!tracker.isFinished)
+        #expect(tracker.unfinishedIDs == [JobID(2)])
+        tracker.update(sampleJob(id: 2, state: .failed))
+        #expect(tracker.isFinished)
+        tracker.update(sampleJob(id: 2, state: .queued))
+        #expect(tracker.unfinishedIDs == [JobID(2)])
+        tracker.update(sampleJob(id: 3, state: .running))  // not followed
+        #expect(tracker.latestJobs.map(\.id) == [JobID(1), JobID(2)])
+    }
+
+    @Test func earlyEventsCountOnlyWhenNewer() {
+        var tracker = JobTracker(ids: [JobID(1)])
+        tracker.update(sampleJob(id: 1, state: .running, updatedAt: 100))
+        let older = tracker.updateIfNewer(sampleJob(id: 1, state: .completed, updatedAt: 99))
+        let sameSecondBehind = tracker.updateIfNewer(sampleJob(id: 1, state: .queued, updatedAt: 100))
+        #expect(!older && !sameSecondBehind)
+        #expect(!tracker.isFinished)
+        let sameSecondFurther = tracker.updateIfNewer(sampleJob(id: 1, state: .completed, updatedAt: 100))
+        #expect(sameSecondFurther && tracker.isFinished)
+        let later = tracker.updateIfNewer(sampleJob(id: 1, state: .queued, updatedAt: 101))
+        #expect(later && !tracker.isFinished)
+    }
+}

@@ -47,7 +47,7 @@ import UploadCore
                 // A stale event, older than the job.get answer that follows: it must not count.
                 return [
                     Wire.result(id: request.id, [String: String]()),
-                    Wire.notification(.state, sampleJob(id: 2, state: .completed)),
+                    Wire.notification(.state, sampleJob(id: 2, state: .completed, updatedAt: 1_600_000_000)),
                 ]
             case "job.get":
                 var failed = sampleJob(id: 2, state: .failed)
@@ -82,7 +82,7 @@ import UploadCore
             if request.method == "events.subscribe" {
                 return [
                     Wire.result(id: request.id, [String: String]()),
-                    Wire.notification(.state, sampleJob(id: 5, state: .completed)),
+                    Wire.notification(.state, sampleJob(id: 5, state: .completed, updatedAt: 1_600_000_000)),
                 ]
             }
             return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)]))]
@@ -91,6 +91,22 @@ import UploadCore
         let output = CapturedOutput()
         #expect(run(["wait", "5", "--timeout", "0.2"], daemon: daemon, output: output) == .failure)
         #expect(output.standardError == "uploadctl: timed out after 0.2s; still waiting for job 5\n")
+    }
+
+    @Test func waitCountsAnEndThatArrivedBeforeTheCurrentStateInTheSameSecond() throws {
+        // The daemon may send a job's last event while it is still answering job.get with the state before.
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
+            return [
+                Wire.notification(.state, sampleJob(id: 5, state: .completed)),
+                Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)])),
+            ]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "5", "--timeout", "5"], daemon: daemon, output: output) == .success)
+        #expect(output.standardError == "")
     }
 
     @Test func waitSucceedsWhenAlreadyCompletedAndSendsOneRequestForManyIDs() throws {

@@ -120,3 +120,24 @@ import UploadCore
         #expect(throws: ControlClientError.self) { try IncomingMessage.decode(line: Array(line.utf8)) }
     }
 }
+
+@Suite struct RequestLineTests {
+    @Test func oversizedBatchIsSplitIntoLinesWithinTheLimitInOrder() throws {
+        let path = String(repeating: "p", count: 1000)
+        let requests = (1...3000).map {
+            RPCRequest(id: .number(Double($0)), method: "job.add", params: .object(["source": .string(path)]))
+        }
+        let lines = try ControlConnection.encodeLines(requests[...])
+        #expect(lines.count > 2)
+        #expect(lines.allSatisfy { $0.count <= ControlProtocol.maxLineLength && $0.last == UInt8(ascii: "\n") })
+        let ids = lines.flatMap { Wire.requests(String(decoding: $0.dropLast(), as: UTF8.self)) }.map(\.id)
+        #expect(ids == requests.map(\.id))
+    }
+
+    @Test func loneRequestIsAPlainObjectAndSmallBatchesOneLine() throws {
+        let one = [RPCRequest(id: .number(1), method: "daemon.hello", params: .object([:]))]
+        #expect(try ControlConnection.encodeLines(one[...]).map { $0.first } == [UInt8(ascii: "{")])
+        let two = one + [RPCRequest(id: .number(2), method: "daemon.status", params: .object([:]))]
+        #expect(try ControlConnection.encodeLines(two[...]).map { $0.first } == [UInt8(ascii: "[")])
+    }
+}

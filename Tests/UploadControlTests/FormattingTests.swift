@@ -7,7 +7,7 @@ import UploadCore
 /// A job as the daemon would report it.
 func sampleJob(
     id: UInt64 = 7, state: JobState = .running, total: Int64 = 80_000_000, acked: Int64 = 12_400_000,
-    sent: Int64 = 0, speed: Double = 3_200_000
+    sent: Int64 = 0, speed: Double = 3_200_000, updatedAt: TimeInterval = 1_700_000_000
 ) -> JobInfo {
     var job = Job(
         id: JobID(id), spec: JobSpec(source: "/home/u/v.mp4", destination: "https://h/up/", uploadProtocol: .put),
@@ -15,6 +15,7 @@ func sampleJob(
     job.state = state
     job.bytesTotal = total
     job.bytesAcked = acked
+    job.updatedAt = Date(timeIntervalSince1970: updatedAt)
     return JobInfo(job: job, bytesSent: sent, speed: speed)
 }
 

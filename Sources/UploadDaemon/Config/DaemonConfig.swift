@@ -31,6 +31,8 @@ struct DaemonConfig: Sendable, Equatable {
     /// A transfer that moves no bytes for this long is retried.
     var stallTimeout = 60
     var connectTimeout = 20
+    /// Bytes per second each HTTP transfer may send at most; nil is unlimited.
+    var rateLimit: Int64?
     var remotes: [String: RemoteConfig] = [:]
     /// Problems that did not stop the config from loading (unknown keys), for status and the log.
     var warnings: [String] = []
@@ -95,6 +97,13 @@ struct DaemonConfig: Sendable, Equatable {
             case "retry_base_delay": retry.baseDelay = .milliseconds(try number(1...600_000))
             case "stall_timeout": stallTimeout = try number(1...3600)
             case "connect_timeout": connectTimeout = try number(1...600)
+            case "rate_limit":
+                do {
+                    let rate = try ByteSize.parse(entry.value)
+                    rateLimit = rate > 0 ? rate : nil
+                } catch {
+                    throw LoadError(path: "", message: "line \(entry.line): rate_limit: \(error.description)")
+                }
             default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [daemon] ignored")
             }
         }

@@ -112,6 +112,9 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
         _ = CCurl_easy_setopt_xferinfo_function(handle, curlProgress)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, opaqueSelf)
+        if let rate = request.maxSendRate {
+            _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
+        }
         if let caFile = request.caFile { try set(CCurl_easy_setopt_string(handle, CURLOPT_CAINFO, caFile), "ca_file") }
         if let credentials = request.credentials {
             _ = CCurl_easy_setopt_long(handle, CURLOPT_HTTPAUTH, CCurl_AUTH_BASIC)

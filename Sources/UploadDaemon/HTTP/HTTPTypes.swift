@@ -14,6 +14,8 @@ struct HTTPRequest: Sendable {
     /// Seconds without a byte moving before the transfer counts as stalled.
     var stallTimeout = 60
     var connectTimeout = 20
+    /// Bytes per second to send at most; nil is unlimited.
+    var maxSendRate: Int64?
     /// The start of the answer kept for results and error messages.
     var maxResponseBytes = 64 << 10
 

@@ -48,6 +48,7 @@ struct TargetResolver: Sendable {
         target.resultURLPointer = remote?.resultURLPointer
         target.stallTimeout = config.stallTimeout
         target.connectTimeout = config.connectTimeout
+        target.rateLimit = config.rateLimit
         target.credentials = try credentials(spec: spec, remote: remote)
 
         switch destination {

@@ -49,6 +49,7 @@ struct ResolvedTarget: Sendable, Equatable {
     var resultURLPointer: String?
     var stallTimeout = 60
     var connectTimeout = 20
+    var rateLimit: Int64?
 
     /// A request with this target's credentials, CA and timeouts.
     func request(_ method: String, url: String? = nil, headers extra: [KeyValue] = [], body: HTTPBody = .none)
@@ -59,6 +60,7 @@ struct ResolvedTarget: Sendable, Equatable {
         request.caFile = caFile
         request.stallTimeout = stallTimeout
         request.connectTimeout = connectTimeout
+        request.maxSendRate = rateLimit
         return request
     }
 }

@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+import Testing
+import UploadCore
+
+/// Bad input gets a clear error, and the daemon keeps serving.
+@Suite(.serialized)
+final class ErrorTests {
+    let daemon: DaemonProcess
+    let files: URL
+
+    init() throws {
+        daemon = try DaemonProcess(name: "errors")
+        files = try TestPaths.scratch("error-files")
+        try daemon.start()
+    }
+
+    deinit { daemon.stop() }
+
+    private func expectServing() throws {
+        #expect(try daemon.ctl(["status"]).status == 0, "the daemon still serves")
+    }
+
+    @Test func aMissingFileIsRefusedAtAdd() throws {
+        let result = try daemon.ctl(["add", files.path + "/no-such-file", "--to", "file:///tmp/x/"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("does not exist"), "\(result)")
+        try expectServing()
+    }
+
+    @Test func aDirectoryIsRefusedAtAdd() throws {
+        let result = try daemon.ctl(["add", files.path, "--to", "file:///tmp/x/"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("is a directory"), "\(result)")
+        try expectServing()
+    }
+
+    @Test func anUnreadableFileIsRefusedAtAdd() throws {
+        let path = files.appendingPathComponent("secret.bin").path
+        try makeRandomFile(at: path, size: 10)
+        chmod(path, 0)
+        // As root a mode of 0 does not stop reading: a socket file is unreadable for everyone.
+        let unreadable: String
+        if geteuid() == 0 {
+            unreadable = daemon.socket
+        } else {
+            unreadable = path
+        }
+        let result = try daemon.ctl(["add", unreadable, "--to", "file:///tmp/x/"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(unreadable), "the message names the file: \(result)")
+        try expectServing()
+    }
+
+    @Test func aBadURLIsAUsageOrParamsError() throws {
+        let path = files.appendingPathComponent("ok.bin").path
+        try makeRandomFile(at: path, size: 10)
+        let result = try daemon.ctl(["add", path, "--to", "http://"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("destination"), "\(result)")
+        try expectServing()
+    }
+
+    @Test func anUnknownCommandIsAUsageError() throws {
+        let result = try daemon.ctl(["frobnicate"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("frobnicate"))
+        try expectServing()
+    }
+
+    @Test func anUnknownJobIsAClearFailure() throws {
+        let result = try daemon.ctl(["show", "999999"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("999999"))
+    }
+
+    @Test func anUnreachableDaemonExits69() throws {
+        let result = try Command.run(
+            TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", files.path + "/nothing.sock", "status"])
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("nothing.sock"))
+    }
+
+    @Test func aSecondDaemonOnTheSameStateDirectoryRefusesToStart() throws {
+        let second = try Command.run(
+            TestPaths.binaries.appendingPathComponent("uploadd").path,
+            ["--state-dir", daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket", files.path + "/second.sock"],
+            timeout: 20)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("already running"), "\(second)")
+        try expectServing()
+    }
+
+    @Test func malformedRequestsOnTheSocketGetJSONRPCErrors() throws {
+        let lines = [
+            "not json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"job.nope\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"job.get\",\"params\":{\"id\":\"seven\"}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"job.list\",\"params\":{\"bogus\":1}}", "[]",
+        ]
+        let answers = try RawSocket.exchange(daemon.socket, lines)
+        #expect(answers.count == lines.count)
+        let codes = answers.map { ($0["error"] as? [String: Any])?["code"] as? Int }
+        #expect(codes == [-32700, -32601, -32602, -32602, -32600])
+        try expectServing()
+    }
+}
+
+/// A minimal NDJSON client for sending what uploadctl never would.
+enum RawSocket {
+    static func exchange(_ path: String, _ lines: [String]) throws -> [[String: Any]] {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
+        var answers: [[String: Any]] = []
+        var pending: [UInt8] = []
+        for line in lines {
+            let bytes = Array((line + "\n").utf8)
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            while !pending.contains(UInt8(ascii: "\n")) {
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let count = read(fd, &buffer, buffer.count)
+                guard count > 0 else { throw TestFailure("the daemon closed the connection") }
+                pending += buffer[0..<count]
+            }
+            let newline = pending.firstIndex(of: UInt8(ascii: "\n"))!
+            let answer = try JSONSerialization.jsonObject(with: Data(pending[..<newline])) as? [String: Any] ?? [:]
+            pending.removeSubrange(...newline)
+            answers.append(answer)
+        }
+        return answers
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+import UploadCore
+
+/// multipart POST to the reference receiver, and file:// copies with no server at all.
+@Suite(.serialized)
+final class PostAndFileTests {
+    let servers: TestServers
+    let daemon: DaemonProcess
+    let files: URL
+
+    init() throws {
+        servers = try TestServers.load()
+        daemon = try DaemonProcess(name: "post")
+        files = try TestPaths.scratch("post-files")
+        try daemon.start()
+    }
+
+    deinit { daemon.stop() }
+
+    @Test(arguments: [0, 1, 2 << 20 + 5, 110 << 20])
+    func multipartPostStreamsTheFileWithItsFields(size: Int) throws {
+        let name = "form-\(size).jpg"
+        let path = files.appendingPathComponent(name).path
+        try makeRandomFile(at: path, size: size)
+        let ids = try daemon.add(
+            [path], to: "\(servers.receiverURL)/form", ["--protocol", "post", "--field", "album=holiday", "--field", "n=1"])
+        let job = try daemon.waitFor(ids[0])
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        #expect(job.result?.status == 201)
+        #expect(job.result?.url == "\(servers.receiverURL)/files/\(name)")
+        let body = try #require(job.result?.body)
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        #expect(answer["sha256"] as? String == (try Command.sha256(path)))
+        #expect(answer["fields"] as? [String: String] == ["album": "holiday", "n": "1"])
+        #expect(answer["field_name"] as? String == "file")
+        #expect(answer["content_type"] as? String == "image/jpeg", "the MIME type comes from the file name")
+        #expect(try Command.sha256("\(servers.receiverDirectory)/\(name)") == Command.sha256(path))
+    }
+
+    @Test func fileDestinationCopiesAtomically() throws {
+        let target = try TestPaths.scratch("file-dest")
+        let path = files.appendingPathComponent("copy-me.bin").path
+        try makeRandomFile(at: path, size: 20 << 20)
+        let ids = try daemon.add([path], to: "file://\(target.path)/sub/")
+        let job = try daemon.waitFor(ids[0])
+        #expect(job.state == .completed)
+        #expect(job.protocol == .file)
+        #expect(job.result?.url == "file://\(target.path)/sub/copy-me.bin")
+        #expect(try Command.sha256(target.path + "/sub/copy-me.bin") == Command.sha256(path))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path + "/sub").filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import UploadCore
+
+/// PUT to a real nginx (WebDAV), checked by SHA-256 of what the server stored.
+@Suite(.serialized)
+final class PutUploadTests {
+    let servers: TestServers
+    let daemon: DaemonProcess
+    let files: URL
+
+    init() throws {
+        servers = try TestServers.load()
+        daemon = try DaemonProcess(name: "put")
+        files = try TestPaths.scratch("put-files")
+        try daemon.start()
+    }
+
+    deinit { daemon.stop() }
+
+    @Test func filesOfEverySizeArriveIntact() throws {
+        let sizes = [0, 1, 3 << 20 + 17, 130 << 20]
+        var paths: [String] = []
+        for (index, size) in sizes.enumerated() {
+            let path = files.appendingPathComponent("sized-\(index)-\(size).bin").path
+            try makeRandomFile(at: path, size: size)
+            paths.append(path)
+        }
+        let folder = "sizes-\(UUID().uuidString.prefix(6))"
+        let ids = try daemon.add(paths, to: "\(servers.nginxURL)/dav/\(folder)/")
+        let wait = try daemon.ctl(["wait"] + ids.map(\.description) + ["--timeout", "300"], timeout: 320)
+        #expect(wait.status == 0, "\(wait)")
+        for (id, path) in zip(ids, paths) {
+            let job = try daemon.job(id)
+            #expect(job.state == .completed)
+            #expect(job.protocol == .put)
+            #expect(job.bytesAcked == job.bytesTotal)
+            let name = (path as NSString).lastPathComponent
+            #expect(job.result?.url == "\(servers.nginxURL)/dav/\(folder)/\(name)")
+            let stored = "\(servers.nginxRoot)/dav/\(folder)/\(name)"
+            #expect(try Command.sha256(stored) == Command.sha256(path), "\(name) differs on the server")
+        }
+        // The cached snapshots are gone once the jobs completed.
+        let cached = try FileManager.default.contentsOfDirectory(atPath: daemon.cacheDirectory + "/snapshots")
+        #expect(cached.isEmpty, "snapshots left behind: \(cached)")
+    }
+
+    @Test func basicAuthWithTheRightPasswordUploads() throws {
+        let path = files.appendingPathComponent("private.bin").path
+        try makeRandomFile(at: path, size: 100_000)
+        let ids = try daemon.add([path], to: "\(servers.nginxURL)/private/", ["--user", "\(servers.user):\(servers.password)"])
+        let job = try daemon.waitFor(ids[0])
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        #expect(try Command.sha256("\(servers.nginxRoot)/private/private.bin") == Command.sha256(path))
+        // The password is nowhere in what clients see.
+        let shown = try daemon.ctl(["--json", "show", "\(ids[0])"]).stdout + daemon.ctl(["list"]).stdout
+        #expect(!shown.contains(servers.password))
+    }
+
+    @Test func aWrongPasswordFailsFastWithThe401() throws {
+        let path = files.appendingPathComponent("denied.bin").path
+        try makeRandomFile(at: path, size: 10_000)
+        let started = Date()
+        let ids = try daemon.add([path], to: "\(servers.nginxURL)/private/", ["--user", "\(servers.user):wrong"])
+        let wait = try daemon.ctl(["wait", "\(ids[0])", "--timeout", "30"])
+        #expect(wait.status == 1)
+        let job = try daemon.job(ids[0])
+        #expect(job.state == .failed)
+        #expect(job.attempts == 1, "a 401 is not retried")
+        #expect(job.error?.status == 401)
+        #expect(job.error?.message.contains("401") == true)
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(wait.stderr.contains("401"), "wait names the failure: \(wait)")
+    }
+
+    @Test func deleteRemovesTheFileFromTheServer() throws {
+        let path = files.appendingPathComponent("to-delete.bin").path
+        try makeRandomFile(at: path, size: 50_000)
+        let ids = try daemon.add([path], to: "\(servers.nginxURL)/dav/deletions/")
+        #expect(try daemon.waitFor(ids[0]).state == .completed)
+        let stored = "\(servers.nginxRoot)/dav/deletions/to-delete.bin"
+        #expect(FileManager.default.fileExists(atPath: stored))
+        let delete = try daemon.ctl(["delete", "\(ids[0])"])
+        #expect(delete.status == 0, "\(delete)")
+        #expect(!FileManager.default.fileExists(atPath: stored))
+        #expect(try daemon.ctl(["show", "\(ids[0])"]).status == 1, "the deleted job is gone")
+    }
+
+    @Test func aMissingDirectoryOnTheServerIsAClearFailure() throws {
+        let path = files.appendingPathComponent("nowhere.bin").path
+        try makeRandomFile(at: path, size: 1000)
+        // nginx only allows PUT under /dav/ and /private/: anywhere else is 405, which is not retried.
+        let ids = try daemon.add([path], to: "\(servers.nginxURL)/no-dav-here/")
+        let job = try daemon.waitFor(ids[0])
+        #expect(job.state == .failed)
+        #expect(job.error?.status == 405)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+import UploadCore
+
+/// A real uploadd process with its own state, cache, config and socket, driven through uploadctl.
+final class DaemonProcess: @unchecked Sendable {
+    // Invariant: used from one test at a time (the suites are serialized).
+    let root: URL
+    let socket: String
+    let configPath: String
+    private(set) var process: Process?
+    private var logHandle: FileHandle?
+
+    var stateDirectory: String { root.appendingPathComponent("state").path }
+    var cacheDirectory: String { root.appendingPathComponent("cache").path }
+    var logPath: String { root.appendingPathComponent("uploadd.log").path }
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    init(name: String, config: String = "") throws {
+        root = try TestPaths.scratch(name)
+        socket = root.appendingPathComponent("run/control.sock").path
+        configPath = root.appendingPathComponent("uploadd.conf").path
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent("run"), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Starts uploadd and waits until it answers on its socket.
+    func start() throws {
+        let process = Process()
+        process.executableURL = TestPaths.binaries.appendingPathComponent("uploadd")
+        process.arguments = [
+            "--state-dir", stateDirectory, "--cache-dir", cacheDirectory, "--socket", socket, "--config", configPath,
+            "--log-level", "debug",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = nil
+        environment["LISTEN_FDS"] = nil
+        environment["LISTEN_PID"] = nil
+        process.environment = environment
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let logFile = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        logFile.seekToEndOfFile()
+        process.standardError = logFile
+        process.standardOutput = logFile
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.logHandle = logFile
+        let ready = eventually(timeout: 20) { process.isRunning && ((try? ctl(["status"]))?.status == 0) }
+        guard ready else { throw TestFailure("uploadd did not come up; log:\n\(log(tail: 30))") }
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would.
+    func crash() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// SIGTERM and wait; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard let process else { return -1 }
+        kill(process.processIdentifier, SIGTERM)
+        let exited = eventually(timeout: 30) { !process.isRunning }
+        if !exited { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    /// Runs uploadctl against this daemon.
+    func ctl(_ arguments: [String], timeout: Double = 120) throws -> CommandResult {
+        try Command.run(
+            TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", socket] + arguments, timeout: timeout)
+    }
+
+    /// Runs `uploadctl --json ...` and decodes the output.
+    func ctlJSON<T: Decodable>(_ type: T.Type, _ arguments: [String]) throws -> T {
+        let result = try ctl(["--json"] + arguments)
+        guard result.status == 0 else { throw TestFailure("uploadctl \(arguments) failed: \(result)") }
+        return try JSONCoding.decoder.decode(T.self, from: Data(result.stdout.utf8))
+    }
+
+    /// Adds files and returns their job IDs (uploadctl prints one per line).
+    func add(_ paths: [String], to destination: String, _ options: [String] = []) throws -> [JobID] {
+        let result = try ctl(["add"] + paths + ["--to", destination] + options)
+        guard result.status == 0 else { throw TestFailure("uploadctl add failed: \(result)") }
+        let ids = result.stdout.split(separator: "\n").compactMap { JobID(String($0).trimmingCharacters(in: .whitespaces)) }
+        guard ids.count == paths.count else { throw TestFailure("expected \(paths.count) IDs from add: \(result)") }
+        return ids
+    }
+
+    func job(_ id: JobID) throws -> JobInfo { try ctlJSON(JobInfo.self, ["show", "\(id)"]) }
+
+    /// Waits until the job reaches `state` (or any terminal state when nil); returns the job.
+    func waitFor(_ id: JobID, state: JobState? = nil, timeout: Double = 120) throws -> JobInfo {
+        var last: JobInfo?
+        let reached = try eventually(timeout: timeout) {
+            let job = try self.job(id)
+            last = job
+            return state.map { job.state == $0 } ?? job.state.isTerminal
+        }
+        guard reached, let last else {
+            throw TestFailure("job \(id) did not reach \(state?.rawValue ?? "a final state"): \(String(describing: last))\nlog:\n\(log(tail: 20))")
+        }
+        return last
+    }
+
+    func log(tail lines: Int) -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// The real servers the test command started (contrib/test/servers.py), read from the environment
+/// or from `.build/test-servers/servers.env`.
+struct TestServers: Sendable {
+    var nginxURL: String
+    var nginxRoot: String
+    var user: String
+    var password: String
+    var receiverURL: String
+    var receiverDirectory: String
+
+    struct Missing: Error, CustomStringConvertible {
+        var key: String
+        var description: String {
+            "\(key) is not set: start the test servers first (make test does; by hand: python3 contrib/test/servers.py start)"
+        }
+    }
+
+    static func load() throws -> TestServers {
+        var values = ProcessInfo.processInfo.environment
+        let file = TestPaths.repository.appendingPathComponent(".build/test-servers/servers.env")
+        if let text = try? String(contentsOf: file, encoding: .utf8) {
+            for line in text.split(separator: "\n") {
+                guard let equals = line.firstIndex(of: "=") else { continue }
+                let key = String(line[..<equals])
+                if values[key] == nil { values[key] = String(line[line.index(after: equals)...]) }
+            }
+        }
+        func value(_ key: String) throws -> String {
+            guard let value = values[key], !value.isEmpty else { throw Missing(key: key) }
+            return value
+        }
+        return TestServers(
+            nginxURL: try value("UPLOADD_TEST_NGINX_URL"), nginxRoot: try value("UPLOADD_TEST_NGINX_ROOT"),
+            user: try value("UPLOADD_TEST_AUTH_USER"), password: try value("UPLOADD_TEST_AUTH_PASSWORD"),
+            receiverURL: try value("UPLOADD_TEST_RECEIVER_URL"), receiverDirectory: try value("UPLOADD_TEST_RECEIVER_DIR"))
+    }
+}
+
+/// Where the binaries and the scratch space are.
+enum TestPaths {
+    /// The directory holding the test bundle, uploadd and uploadctl (or UPLOADD_BIN_DIR).
+    static var binaries: URL {
+        if let directory = ProcessInfo.processInfo.environment["UPLOADD_BIN_DIR"] {
+            return URL(fileURLWithPath: directory)
+        }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("uploadd").path) { return url }
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug")
+    }
+
+    /// The repository root (the directory with Package.swift above the binaries).
+    static var repository: URL {
+        var url = binaries
+        while url.path != "/" {
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+            url.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    }
+
+    /// A fresh directory under .build/itest (not /tmp: the systemd tests mount their own /tmp).
+    static func scratch(_ name: String) throws -> URL {
+        let url = repository.appendingPathComponent(".build/itest/\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}

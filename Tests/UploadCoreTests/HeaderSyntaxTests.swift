@@ -1,0 +1,29 @@
+import Testing
+
+@testable import UploadCore
+
+@Suite("Header and field syntax")
+struct HeaderSyntaxTests {
+    @Test(arguments: [
+        ("X-Token: abc", "X-Token", "abc"), ("  Name :  value  ", "Name", "value"), ("Host: a:b", "Host", "a:b"),
+        ("Empty:", "Empty", ""),
+    ])
+    func headers(text: String, name: String, value: String) {
+        #expect(HeaderSyntax.parse(text) == KeyValue(name: name, value: value))
+    }
+
+    @Test(arguments: ["NoColon", ": v", "Bad Name: v", "Näme: v", "X: a\r\nEvil: 1", "X: a\nb"])
+    func badHeaders(text: String) {
+        #expect(HeaderSyntax.parse(text) == nil)
+    }
+
+    @Test(arguments: [("a=b", "a", "b"), ("a=", "a", ""), ("a=b=c", "a", "b=c"), ("title=Hello World", "title", "Hello World")])
+    func fields(text: String, name: String, value: String) {
+        #expect(FieldSyntax.parse(text) == KeyValue(name: name, value: value))
+    }
+
+    @Test(arguments: ["=b", "ab", ""])
+    func badFields(text: String) {
+        #expect(FieldSyntax.parse(text) == nil)
+    }
+}

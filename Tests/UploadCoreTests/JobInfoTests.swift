@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+@testable import UploadCore
+
+@Suite("JobInfo: the job object clients see")
+struct JobInfoTests {
+    func object(_ info: JobInfo) throws -> [String: Any] {
+        let data = try JSONCoding.encoder.encode(info)
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func usesTheSnakeCaseKeysOfTheContract() throws {
+        var job = Fixtures.job(3)
+        job.destination(set: "https://alice:pw@h/up/")
+        let json = try object(JobInfo(job: job))
+        let required = [
+            "id", "state", "source", "destination", "protocol", "bytes_total", "bytes_sent", "bytes_acked", "speed", "eta",
+            "attempts", "error", "result", "created_at", "updated_at",
+        ]
+        for key in required { #expect(json.keys.contains(key), "missing \(key)") }
+        for key in json.keys { #expect(!key.contains(where: \.isUppercase), "camelCase key \(key)") }
+        #expect(json["eta"] is NSNull)
+        #expect(json["error"] is NSNull)
+        #expect(json["result"] is NSNull)
+        #expect(json["id"] as? Int == 3)
+        #expect(json["state"] as? String == "queued")
+        #expect(json["protocol"] as? String == "put")
+        #expect(json["bytes_total"] as? Int == 80_000_000)
+        #expect(json["bytes_acked"] as? Int == 3000)
+        #expect(json["created_at"] as? String == "2023-11-14T22:13:20Z")
+        #expect(json["destination"] as? String == "https://h/up/", "no password in the job object")
+        #expect(json["user"] as? String == "alice")
+        #expect(json["history"] == nil)
+    }
+
+    @Test func errorAndResultAreObjects() throws {
+        var job = Fixtures.job(1, state: .failed)
+        job.error = JobError(code: "http", message: "boom", status: 500)
+        job.result = JobResult(url: "https://h/f", status: 201, body: "ok")
+        let json = try object(JobInfo(job: job, includeHistory: true))
+        let error = try #require(json["error"] as? [String: Any])
+        #expect(error["code"] as? String == "http")
+        #expect(error["message"] as? String == "boom")
+        let result = try #require(json["result"] as? [String: Any])
+        #expect(result["url"] as? String == "https://h/f")
+        #expect(result["status"] as? Int == 201)
+        #expect((json["history"] as? [Any])?.count == 1)
+    }
+
+    @Test func etaOnlyWhileRunningWithSpeed() {
+        var job = Fixtures.job(1, state: .running)
+        job.bytesTotal = 1000
+        job.bytesAcked = 400
+        #expect(JobInfo(job: job, bytesSent: 500, speed: 100).eta == 6)
+        #expect(JobInfo(job: job, speed: 0).eta == nil)
+        job.state = .paused
+        #expect(JobInfo(job: job, speed: 100).eta == nil)
+    }
+
+    @Test func resolvedProtocolIsShown() {
+        var job = Fixtures.job(1)
+        job.spec.uploadProtocol = .auto
+        #expect(JobInfo(job: job).protocol == .auto)
+        job.resolvedProtocol = .tus
+        #expect(JobInfo(job: job).protocol == .tus)
+    }
+
+    @Test func progressEventKeys() throws {
+        let event = JobProgressEvent(id: JobID(2), bytesTotal: 10, bytesSent: 5, bytesAcked: 4, speed: 1, eta: nil)
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(event)) as? [String: Any])
+        #expect(Set(json.keys) == ["id", "bytes_total", "bytes_sent", "bytes_acked", "speed"])
+    }
+
+    @Test func decodesWhatItEncodes() throws {
+        var job = Fixtures.job(5, state: .completed)
+        job.result = JobResult(url: "u", status: 200)
+        let info = JobInfo(job: job, includeHistory: true)
+        let decoded = try JSONCoding.decoder.decode(JobInfo.self, from: JSONCoding.encoder.encode(info))
+        #expect(decoded == info)
+    }
+}
+
+extension Job {
+    fileprivate mutating func destination(set value: String) { spec.destination = value }
+}

@@ -1,0 +1,108 @@
+import Testing
+
+@testable import UploadCore
+
+@Suite("JobSpecBuilder: job.add params to a JobSpec")
+struct JobSpecBuilderTests {
+    func params(
+        _ destination: String = "https://h/dir/", source: String = "/data/a.bin", configure: (inout AddParams) -> Void = { _ in }
+    ) -> AddParams {
+        var params = AddParams(source: source, destination: destination)
+        configure(&params)
+        return params
+    }
+
+    func failure(_ params: AddParams) -> RPCError? {
+        let error = #expect(throws: RPCError.self) { try JobSpecBuilder.build(params) }
+        #expect(error?.code == RPCError.invalidParamsCode)
+        return error
+    }
+
+    @Test func carriesEveryOption() throws {
+        let spec = try JobSpecBuilder.build(
+            params("nas:videos/") {
+                $0.protocol = .put
+                $0.headers = ["X-A: 1", "X-B: two"]
+                $0.fields = ["k=v"]
+                $0.user = "alice:pw"
+                $0.chunkSize = "8M"
+                $0.priority = 5
+                $0.snapshot = SnapshotMode.none
+                $0.clientToken = "t-1"
+                $0.metadata = ["m": "n"]
+            })
+        #expect(spec.source == "/data/a.bin")
+        #expect(spec.destination == "nas:videos/")
+        #expect(spec.uploadProtocol == .put)
+        #expect(spec.headers == [KeyValue(name: "X-A", value: "1"), KeyValue(name: "X-B", value: "two")])
+        #expect(spec.fields == [KeyValue(name: "k", value: "v")])
+        #expect(spec.user == "alice:pw")
+        #expect(spec.userName == "alice")
+        #expect(spec.chunkSize == 8 << 20)
+        #expect(spec.priority == 5)
+        #expect(spec.snapshot == SnapshotMode.none)
+        #expect(spec.clientToken == "t-1")
+        #expect(spec.metadata == ["m": "n"])
+    }
+
+    @Test func defaults() throws {
+        let spec = try JobSpecBuilder.build(params())
+        #expect(spec.uploadProtocol == .auto)
+        #expect(spec.priority == 0)
+        #expect(spec.snapshot == .auto)
+        #expect(spec.chunkSize == nil)
+        #expect(spec.headers.isEmpty)
+    }
+
+    @Test func relativeSourceIsRefused() {
+        #expect(failure(params(source: "a.bin"))?.message.contains("absolute path") == true)
+    }
+
+    @Test func nulInSourceIsRefused() {
+        #expect(failure(params(source: "/a\0b"))?.message.contains("NUL") == true)
+    }
+
+    @Test func badDestinationSaysWhy() {
+        let message = failure(params("ftp//nowhere"))?.message ?? ""
+        #expect(message.contains("bad destination 'ftp//nowhere'"))
+    }
+
+    @Test(arguments: [
+        (UploadProtocol.file, "https://h/x"), (.s3, "file:///tmp/"), (.put, "s3://b/k"), (.post, "file:///tmp/"),
+        (.tus, "s3://b/"), (.chunked, "file:///x/"), (.file, "s3://b/"),
+    ])
+    func protocolDestinationMismatch(uploadProtocol: UploadProtocol, destination: String) {
+        let message = failure(params(destination) { $0.protocol = uploadProtocol })?.message ?? ""
+        #expect(message.contains("protocol \(uploadProtocol.rawValue) cannot upload to this destination"))
+    }
+
+    @Test(arguments: [
+        (UploadProtocol.put, "https://h/"), (.post, "http://h/"), (.tus, "https://h/"), (.chunked, "https://h/"),
+        (.s3, "s3://b/"), (.file, "file:///tmp/"), (.tus, "nas:x"), (.auto, "s3://b/"),
+    ])
+    func protocolDestinationMatch(uploadProtocol: UploadProtocol, destination: String) throws {
+        #expect(try JobSpecBuilder.build(params(destination) { $0.protocol = uploadProtocol }).uploadProtocol == uploadProtocol)
+    }
+
+    @Test func badHeaderIsNamed() {
+        #expect(failure(params { $0.headers = ["X-Ok: 1", "NoColon"] })?.message.contains("header 'NoColon'") == true)
+    }
+
+    @Test func badFieldIsNamed() {
+        #expect(failure(params { $0.fields = ["=v"] })?.message.contains("field '=v'") == true)
+    }
+
+    @Test(arguments: [("lots", "chunk_size: 'lots' is not a size"), ("0", "at least 1 byte"), ("-5", "chunk_size")])
+    func badChunkSize(text: String, message: String) {
+        #expect(failure(params { $0.chunkSize = text })?.message.contains(message) == true)
+    }
+
+    @Test(arguments: [-1001, 1001])
+    func priorityOutOfRange(priority: Int) {
+        #expect(failure(params { $0.priority = priority })?.message.contains("priority") == true)
+    }
+
+    @Test func imageIsNotAvailableYet() {
+        #expect(failure(params { $0.image = "max=1024" })?.message.contains("--image") == true)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import UploadCore
+
+@Suite("JournalState replay and compaction")
+struct JournalStateTests {
+    static func replay(_ records: [JournalRecord]) -> JournalState {
+        var state = JournalState()
+        for record in records { state.apply(record) }
+        return state
+    }
+
+    @Test func lastJobRecordWinsAndProgressUpdatesIt() {
+        let state = Self.replay([
+            .job(Fixtures.job(1)),
+            .job(Fixtures.job(1, state: .running)),
+            .progress(JobProgress(id: JobID(1), bytesAcked: 777, checkpoint: .tus(uploadURL: "u", expires: nil))),
+        ])
+        let job = state.jobs[JobID(1)]
+        #expect(job?.state == .running)
+        #expect(job?.bytesAcked == 777)
+        #expect(job?.checkpoint == .tus(uploadURL: "u", expires: nil))
+        #expect(state.nextID == 2)
+    }
+
+    @Test func progressForAnUnknownJobIsIgnored() {
+        let state = Self.replay([.progress(JobProgress(id: JobID(5), bytesAcked: 1, checkpoint: nil))])
+        #expect(state.jobs.isEmpty)
+        #expect(state.nextID == 1)
+    }
+
+    @Test func nextIDNeverGoesBackwards() {
+        let state = Self.replay([.nextID(50), .job(Fixtures.job(3)), .nextID(10)])
+        #expect(state.nextID == 50)
+    }
+
+    @Test func compactedRecordsReplayToTheSameState() {
+        let original = Self.replay(Fixtures.twentyRecords + Fixtures.everyRecordKind)
+        let compacted = original.compactedRecords()
+        let replayed = Self.replay(compacted)
+        #expect(replayed.jobs == original.jobs)
+        #expect(replayed.nextID == original.nextID)
+        #expect(compacted.count == original.jobs.count + 1)
+    }
+
+    @Test func compactedRecordsSurviveTheFileFormat() throws {
+        let original = Self.replay(Fixtures.twentyRecords)
+        let contents = try JournalFormat.decode(Fixtures.file(original.compactedRecords()))
+        let replayed = Self.replay(contents.records)
+        #expect(replayed.jobs == original.jobs)
+        #expect(replayed.nextID == original.nextID)
+    }
+
+    @Test func idsAreNeverReusedAfterRemovalAndCompaction() {
+        var state = Self.replay([.job(Fixtures.job(1)), .job(Fixtures.job(2)), .job(Fixtures.job(3))])
+        state.apply(.removed(JobID(3)))
+        state.apply(.removed(JobID(2)))
+        #expect(state.nextID == 4)
+        let afterCompaction = Self.replay(state.compactedRecords())
+        #expect(afterCompaction.jobs.keys.sorted() == [JobID(1)])
+        #expect(afterCompaction.nextID == 4)
+        // Everything removed: the next ID is still past every ID ever handed out.
+        var empty = afterCompaction
+        empty.apply(.removed(JobID(1)))
+        #expect(Self.replay(empty.compactedRecords()).nextID == 4)
+    }
+
+    @Test func removedAloneAdvancesTheNextID() {
+        let state = Self.replay([.removed(JobID(9))])
+        #expect(state.nextID == 10)
+    }
+}

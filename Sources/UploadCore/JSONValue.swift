@@ -56,18 +56,30 @@ public enum JSONValue: Codable, Sendable, Equatable {
     }
 }
 
-/// The encoder and decoder settings of the control protocol.
+/// The encoder and decoder settings of the control protocol. Dates are ISO 8601 in UTC with
+/// milliseconds, so clients can order events that happen within one second.
 public enum JSONCoding {
+    private static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let wholeSecondStyle = Date.ISO8601FormatStyle()
+
     public static var encoder: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(dateStyle.format(date))
+        }
         return encoder
     }
 
     public static var decoder: JSONDecoder {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            if let date = try? dateStyle.parse(text) ?? wholeSecondStyle.parse(text) { return date }
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 date: \(text)")
+        }
         return decoder
     }
 }

@@ -12,8 +12,15 @@ struct HeaderSyntaxTests {
         #expect(HeaderSyntax.parse(text) == KeyValue(name: name, value: value))
     }
 
-    @Test(arguments: ["NoColon", ": v", "Bad Name: v", "Näme: v", "X: a\r\nEvil: 1", "X: a\nb"])
+    @Test(arguments: ["NoColon", ": v", "Bad Name: v", "Näme: v", "X: a\nb", "X: a\rb"])
     func badHeaders(text: String) {
+        #expect(HeaderSyntax.parse(text) == nil)
+    }
+
+    /// "\r\n" is one Character in Swift, equal to neither "\r" nor "\n": a check per Character
+    /// lets a CRLF through, and with it a second header of the caller's choosing.
+    @Test(arguments: ["X: a\r\nEvil: 1", "X: a\r\n", "X: \r\nTransfer-Encoding: chunked"])
+    func crlfInAValueIsRefused(text: String) {
         #expect(HeaderSyntax.parse(text) == nil)
     }
 

@@ -51,9 +51,12 @@ struct INIDocumentTests {
         #expect(document.sections[0].value("url") == "https://h/?a=b#frag")
     }
 
+    /// "\r\n" is one Character in Swift, so splitting on the Character "\n" does not split it.
     @Test func crlfLineEndings() throws {
-        let document = try INIDocument(parsing: "[daemon]\r\ntransfers = 4\r\n")
-        #expect(document.sections[0].value("transfers") == "4")
+        let document = try INIDocument(parsing: "[daemon]\r\ntransfers = 4\r\n\r\n[remote a]\r\nurl = x\r\n")
+        #expect(document.sections.count == 2)
+        #expect(document.sections.first?.value("transfers") == "4")
+        #expect(document.sections.last?.line == 4)
     }
 
     @Test func emptyDocument() throws {

@@ -88,6 +88,10 @@ struct JobSpecBuilderTests {
         #expect(failure(params { $0.headers = ["X-Ok: 1", "NoColon"] })?.message.contains("header 'NoColon'") == true)
     }
 
+    @Test func headerWithCRLFIsRefused() {
+        #expect(failure(params { $0.headers = ["X-Note: a\r\nAuthorization: Bearer stolen"] }) != nil)
+    }
+
     @Test func badFieldIsNamed() {
         #expect(failure(params { $0.fields = ["=v"] })?.message.contains("field '=v'") == true)
     }

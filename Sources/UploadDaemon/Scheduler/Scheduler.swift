@@ -98,16 +98,18 @@ actor Scheduler {
 
     // MARK: - Recording changes
 
-    /// Applies a job's new state and journals it. `durable` waits for the disk.
+    /// Applies a job's new state and journals it. `durable` waits for the disk before the state is
+    /// announced to subscribers.
     func commit(_ job: Job, durable: Bool) async throws {
         store.apply(.job(job))
-        dependencies.events.publishState(info(for: job))
+        compactIfWorthwhile()
         if durable {
             try await dependencies.journal.appendDurably([.job(job)])
         } else {
             dependencies.journal.append([.job(job)])
         }
-        compactIfWorthwhile()
+        // Subscribers hear of a change only once it is on disk (for durable changes).
+        dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
     }
 
     func forget(_ id: JobID) async throws {

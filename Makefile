@@ -1,0 +1,50 @@
+# uploadd — build, run, test, install.
+#   make run       install build dependencies, build, run the daemon in the foreground
+#   make test      install test dependencies, build, start the test servers, run every test
+#   make install   put binaries and user units under ~/.local (PREFIX/DESTDIR for packagers)
+
+PREFIX ?= $(HOME)/.local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+SWIFT ?= swift
+SWIFT_BUILD_FLAGS ?=
+SERVERS = python3 contrib/test/servers.py
+
+.PHONY: all build release run test test-servers stop-test-servers install clean deps test-deps
+
+all: build
+
+deps:
+	contrib/scripts/install-deps
+
+test-deps:
+	contrib/scripts/install-deps --test
+
+build:
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+
+release:
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS)
+
+run: deps release
+	@echo "uploadd starting; in another terminal: $$(pwd)/.build/release/uploadctl add FILE --to file:///tmp/uploads/"
+	.build/release/uploadd
+
+test: test-deps
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	$(SERVERS) start
+	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS); status=$$?; $(SERVERS) stop; exit $$status
+
+test-servers:
+	$(SERVERS) start
+
+stop-test-servers:
+	$(SERVERS) stop
+
+install: release
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 .build/release/uploadd .build/release/uploadctl $(DESTDIR)$(BINDIR)/
+
+clean:
+	$(SWIFT) package clean
+	rm -rf .build/itest .build/test-servers

@@ -1,0 +1,211 @@
+import Foundation
+import Glibc
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+@Suite("Journal file: replay, appends, group commit, compaction")
+struct JournalTests {
+    static func job(_ id: UInt64, _ state: JobState = .queued) -> Job {
+        var job = Job(
+            id: JobID(id), spec: JobSpec(source: "/data/\(id).bin", destination: "file:///out/"),
+            createdAt: Date(timeIntervalSince1970: 1_700_000_000))
+        job.state = state
+        job.bytesTotal = 1000
+        return job
+    }
+
+    static func reopen(_ directory: TemporaryDirectory) throws -> Journal.Replay {
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        journal.close()
+        return replay
+    }
+
+    @Test func newJournalIsJustAHeader() throws {
+        let directory = try TemporaryDirectory()
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        journal.close()
+        #expect(replay.recordCount == 0)
+        #expect(replay.damage == nil)
+        #expect(replay.state.nextID == 1)
+        #expect(try directory.read("journal") == JournalFormat.header())
+    }
+
+    @Test func appendsSurviveCloseAndReopen() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        try await journal.appendDurably([.job(Self.job(1)), .job(Self.job(2))])
+        journal.append([.progress(JobProgress(id: JobID(1), bytesAcked: 500, checkpoint: nil))])
+        try await journal.appendDurably([.job(Self.job(2, .paused))])
+        journal.append([.removed(JobID(1)), .job(Self.job(3, .running))])
+        journal.close()
+
+        let replay = try Self.reopen(directory)
+        #expect(replay.recordCount == 6)
+        #expect(replay.damage == nil)
+        #expect(replay.state.jobs.keys.sorted() == [JobID(2), JobID(3)])
+        #expect(replay.state.jobs[JobID(2)]?.state == .paused)
+        #expect(replay.state.jobs[JobID(3)]?.state == .running)
+        #expect(replay.state.nextID == 4)
+        let bytes = try directory.read("journal")
+        #expect(replay.fileBytes == bytes.count)
+        #expect(try JournalFormat.decode(bytes).records.count == 6)
+    }
+
+    @Test func durableAppendIsOnDiskWhenItReturns() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        defer { journal.close() }
+        try await journal.appendDurably([.job(Self.job(1))])
+        // Read the file behind the journal's back while it is still open.
+        let contents = try JournalFormat.decode(try directory.read("journal"))
+        #expect(contents.records == [.job(Self.job(1))])
+        #expect(journal.fileBytes == Int64(try directory.read("journal").count))
+    }
+
+    @Test func tornTailIsCutAndKeptAside() throws {
+        let directory = try TemporaryDirectory()
+        let records: [JournalRecord] = (1...5).map { .job(Self.job($0)) }
+        let whole = JournalFormat.header() + JournalFormat.encode(records)
+        let torn = Array(JournalFormat.encode([.job(Self.job(6))]).dropLast(7))
+        try directory.write("journal", bytes: whole + torn)
+
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        journal.close()
+        #expect(replay.recordCount == 5)
+        #expect(replay.state.jobs.count == 5)
+        #expect(replay.fileBytes == whole.count)
+        let damage = try #require(replay.damage)
+        #expect(damage.contains("journal damaged at byte \(whole.count) of \(whole.count + torn.count)"))
+        #expect(damage.contains("kept 5 records"))
+        let copies = directory.contents().filter { $0.hasPrefix("journal.damaged-") }
+        #expect(copies.count == 1)
+        #expect(damage.contains(copies.first ?? "?"))
+        #expect(try directory.read(copies[0]) == torn)
+        #expect(try directory.read("journal") == whole)
+
+        // The cut journal is clean from now on.
+        let again = try Self.reopen(directory)
+        #expect(again.damage == nil)
+        #expect(again.recordCount == 5)
+    }
+
+    @Test func appendsAfterACutTailFollowTheLastGoodRecord() async throws {
+        let directory = try TemporaryDirectory()
+        let whole = JournalFormat.header() + JournalFormat.encode([.job(Self.job(1))])
+        try directory.write("journal", bytes: whole + [0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0, 1, 2, 3])
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        #expect(replay.damage != nil)
+        try await journal.appendDurably([.job(Self.job(2))])
+        journal.close()
+        let again = try Self.reopen(directory)
+        #expect(again.damage == nil)
+        #expect(again.state.jobs.keys.sorted() == [JobID(1), JobID(2)])
+    }
+
+    @Test func tornHeaderStartsAFreshJournal() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("journal", bytes: Array("UPLO".utf8))
+        let replay = try Self.reopen(directory)
+        #expect(replay.damage != nil)
+        #expect(replay.recordCount == 0)
+        #expect(try directory.read("journal") == JournalFormat.header())
+    }
+
+    @Test func aFileThatIsNotAJournalIsRefusedAndLeftAlone() throws {
+        let directory = try TemporaryDirectory()
+        let text = Array("some other program's file\n".utf8)
+        try directory.write("journal", bytes: text)
+        let error = #expect(throws: JournalOpenError.self) { try Journal.open(directory: directory.path) }
+        #expect(error?.message.contains(directory.path + "/journal") == true)
+        #expect(error?.message.contains("not an uploadd journal") == true)
+        #expect(try directory.read("journal") == text)
+    }
+
+    @Test func aDirectoryInPlaceOfTheJournalFailsClearly() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/journal", withIntermediateDirectories: false)
+        let error = #expect(throws: JournalOpenError.self) { try Journal.open(directory: directory.path) }
+        #expect(error?.message.contains("\(directory.path)/journal is not a regular file") == true)
+    }
+
+    @Test func aMissingStateDirectoryFailsWithThePath() throws {
+        let directory = try TemporaryDirectory()
+        let missing = directory.path + "/nope"
+        let error = #expect(throws: SystemError.self) { try Journal.open(directory: missing) }
+        #expect(error?.description.contains(missing) == true)
+        #expect(error?.errno == ENOENT)
+    }
+
+    @Test func compactionThenAppendsThenReopen() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        var state = JournalState()
+        func record(_ records: [JournalRecord]) async throws {
+            for record in records { state.apply(record) }
+            try await journal.appendDurably(records)
+        }
+        for id in UInt64(1)...20 { try await record([.job(Self.job(id)), .job(Self.job(id, .running))]) }
+        for id in UInt64(10)...20 { try await record([.removed(JobID(id))]) }
+        let sizeBefore = journal.fileBytes
+        #expect(journal.recordsSinceCompaction == 51)
+
+        journal.compact(state.compactedRecords())
+        #expect(journal.recordsSinceCompaction == 10)
+        try await record([.job(Self.job(21)), .progress(JobProgress(id: JobID(3), bytesAcked: 77, checkpoint: nil))])
+        #expect(journal.fileBytes < sizeBefore)
+        journal.close()
+
+        #expect(!directory.contents().contains("journal.compacting"))
+        let replay = try Self.reopen(directory)
+        #expect(replay.damage == nil)
+        #expect(replay.recordCount == 1 + 9 + 2)
+        #expect(replay.state.jobs == state.jobs)
+        #expect(replay.state.nextID == 22)
+        #expect(replay.state.jobs[JobID(3)]?.bytesAcked == 77)
+    }
+
+    @Test func compactionKeepsIDsOfRemovedJobs() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        try await journal.appendDurably([.job(Self.job(1)), .job(Self.job(2)), .removed(JobID(2))])
+        var state = JournalState()
+        for record in [JournalRecord.job(Self.job(1)), .job(Self.job(2)), .removed(JobID(2))] { state.apply(record) }
+        journal.compact(state.compactedRecords())
+        journal.close()
+        let replay = try Self.reopen(directory)
+        #expect(replay.state.nextID == 3)
+    }
+
+    @Test func manyConcurrentDurableAppendsAllLand() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for id in UInt64(1)...500 {
+                group.addTask { try await journal.appendDurably([.job(Self.job(id))]) }
+            }
+            try await group.waitForAll()
+        }
+        // Every waiter was answered, so every record is already on disk before close.
+        let onDisk = try JournalFormat.decode(try directory.read("journal"))
+        #expect(onDisk.records.count == 500)
+        journal.close()
+        let replay = try Self.reopen(directory)
+        #expect(replay.recordCount == 500)
+        #expect(replay.state.jobs.count == 500)
+        #expect(replay.state.nextID == 501)
+    }
+
+    @Test func appendsFromOneTaskKeepTheirOrder() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        let states: [JobState] = [.queued, .running, .queued, .running, .paused, .queued, .running, .completed]
+        for (index, state) in states.enumerated() {
+            if index % 2 == 0 { journal.append([.job(Self.job(1, state))]) } else { try await journal.appendDurably([.job(Self.job(1, state))]) }
+        }
+        journal.close()
+        let records = try JournalFormat.decode(try directory.read("journal")).records
+        #expect(records == states.map { .job(Self.job(1, $0)) })
+    }
+}

@@ -7,7 +7,7 @@ public enum HeaderSyntax {
         let name = text[..<colon].trimmingCharacters(in: .whitespaces)
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, name.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }),
-            !value.contains(where: { $0 == "\r" || $0 == "\n" })
+            !text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
         else { return nil }
         return KeyValue(name: name, value: value)
     }

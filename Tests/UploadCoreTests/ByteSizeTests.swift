@@ -15,7 +15,9 @@ struct ByteSizeTests {
         #expect(try ByteSize.parse(text) == expected)
     }
 
-    @Test(arguments: ["", "K", "-1", "-1M", "abc", "1.2.3", "1e3", "inf", "nan", "10X", "8 M", "M8", "99999999999T", "0x10"])
+    @Test(arguments: [
+        "", "K", "-1", "-1M", "abc", "1.2.3", "1e3", "inf", "nan", "10X", "8 M", "M8", "99999999999T", "0x10",
+    ])
     func refuses(text: String) {
         let error = #expect(throws: ByteSize.ParseError.self) { try ByteSize.parse(text) }
         #expect(error?.text == text)

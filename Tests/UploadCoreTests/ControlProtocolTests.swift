@@ -44,8 +44,11 @@ struct ControlProtocolTests {
     }
 
     @Test func wrongTypeNamesTheKey() throws {
-        #expect(try strictError(AddParams.self, #"{"source":5,"destination":"x:y"}"#).contains("'source' must be String"))
-        #expect(try strictError(AddParams.self, #"{"source":"/a","destination":"x:y","priority":"high"}"#).contains("'priority'"))
+        #expect(
+            try strictError(AddParams.self, #"{"source":5,"destination":"x:y"}"#).contains("'source' must be String"))
+        #expect(
+            try strictError(AddParams.self, #"{"source":"/a","destination":"x:y","priority":"high"}"#).contains(
+                "'priority'"))
         #expect(try strictError(JobSelection.self, #"{"id":"seven"}"#).contains("'id'"))
         #expect(try strictError(ListParams.self, #"{"states":["queued","sleeping"]}"#).contains("'states."))
     }
@@ -55,7 +58,9 @@ struct ControlProtocolTests {
     }
 
     @Test func badEnumValueNamesTheKey() throws {
-        #expect(try strictError(AddParams.self, #"{"source":"/a","destination":"x:y","protocol":"ftp"}"#).contains("'protocol'"))
+        #expect(
+            try strictError(AddParams.self, #"{"source":"/a","destination":"x:y","protocol":"ftp"}"#).contains(
+                "'protocol'"))
     }
 
     @Test func paramsMustBeAnObject() throws {
@@ -106,7 +111,8 @@ struct ControlProtocolTests {
     }
 
     @Test func responseHasExactlyOneOfResultAndError() throws {
-        let ok = try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(RPCResponse(id: .number(1), result: .null)))
+        let ok = try JSONSerialization.jsonObject(
+            with: JSONCoding.encoder.encode(RPCResponse(id: .number(1), result: .null)))
         let okObject = try #require(ok as? [String: Any])
         #expect(okObject["result"] is NSNull)
         #expect(okObject["error"] == nil)

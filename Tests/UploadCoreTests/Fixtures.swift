@@ -39,8 +39,10 @@ enum Fixtures {
             .job(failed),
             .job(done),
             .progress(JobProgress(id: JobID(1), bytesAcked: 4096, checkpoint: nil)),
-            .progress(JobProgress(id: JobID(1), bytesAcked: 8192, checkpoint: .tus(uploadURL: "https://t/1", expires: nil))),
-            .progress(JobProgress(id: JobID(1), bytesAcked: 5, checkpoint: .s3(uploadID: "u", key: "k/v", partSize: 8 << 20))),
+            .progress(
+                JobProgress(id: JobID(1), bytesAcked: 8192, checkpoint: .tus(uploadURL: "https://t/1", expires: nil))),
+            .progress(
+                JobProgress(id: JobID(1), bytesAcked: 5, checkpoint: .s3(uploadID: "u", key: "k/v", partSize: 8 << 20))),
             .progress(
                 JobProgress(
                     id: JobID(1), bytesAcked: 3 << 20,
@@ -60,7 +62,8 @@ enum Fixtures {
         records.append(.removed(JobID(2)))
         records.append(.nextID(10))
         for id in UInt64(3)...7 { records.append(.job(job(id, state: .running))) }
-        records.append(.progress(JobProgress(id: JobID(7), bytesAcked: 1, checkpoint: .tus(uploadURL: "u", expires: "e"))))
+        records.append(
+            .progress(JobProgress(id: JobID(7), bytesAcked: 1, checkpoint: .tus(uploadURL: "u", expires: "e"))))
         return records
     }
 

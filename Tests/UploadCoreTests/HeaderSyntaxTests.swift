@@ -24,7 +24,9 @@ struct HeaderSyntaxTests {
         #expect(HeaderSyntax.parse(text) == nil)
     }
 
-    @Test(arguments: [("a=b", "a", "b"), ("a=", "a", ""), ("a=b=c", "a", "b=c"), ("title=Hello World", "title", "Hello World")])
+    @Test(arguments: [
+        ("a=b", "a", "b"), ("a=", "a", ""), ("a=b=c", "a", "b=c"), ("title=Hello World", "title", "Hello World"),
+    ])
     func fields(text: String, name: String, value: String) {
         #expect(FieldSyntax.parse(text) == KeyValue(name: name, value: value))
     }

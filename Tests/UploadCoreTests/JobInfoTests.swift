@@ -15,7 +15,8 @@ struct JobInfoTests {
         job.destination(set: "https://alice:pw@h/up/")
         let json = try object(JobInfo(job: job))
         let required = [
-            "id", "state", "source", "destination", "protocol", "bytes_total", "bytes_sent", "bytes_acked", "speed", "eta",
+            "id", "state", "source", "destination", "protocol", "bytes_total", "bytes_sent", "bytes_acked", "speed",
+            "eta",
             "attempts", "error", "result", "created_at", "updated_at",
         ]
         for key in required { #expect(json.keys.contains(key), "missing \(key)") }
@@ -29,8 +30,7 @@ struct JobInfoTests {
         #expect(json["protocol"] as? String == "put")
         #expect(json["bytes_total"] as? Int == 80_000_000)
         #expect(json["bytes_acked"] as? Int == 3000)
-        let created = json["created_at"] as? String ?? ""
-        #expect(created.hasPrefix("2023-11-14T22:13:20") && created.hasSuffix("Z"), "ISO 8601 in UTC: \(created)")
+        #expect(json["created_at"] as? String == "2023-11-14T22:13:20.000Z", "ISO 8601 in UTC with milliseconds")
         #expect(json["destination"] as? String == "https://h/up/", "no password in the job object")
         #expect(json["user"] as? String == "alice")
         #expect(json["history"] == nil)
@@ -70,7 +70,8 @@ struct JobInfoTests {
 
     @Test func progressEventKeys() throws {
         let event = JobProgressEvent(id: JobID(2), bytesTotal: 10, bytesSent: 5, bytesAcked: 4, speed: 1, eta: nil)
-        let json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(event)) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(event)) as? [String: Any])
         #expect(Set(json.keys) == ["id", "bytes_total", "bytes_sent", "bytes_acked", "speed"])
     }
 
@@ -80,6 +81,25 @@ struct JobInfoTests {
         let info = JobInfo(job: job, includeHistory: true)
         let decoded = try JSONCoding.decoder.decode(JobInfo.self, from: JSONCoding.encoder.encode(info))
         #expect(decoded == info)
+    }
+
+    @Test func datesKeepTheirMilliseconds() throws {
+        let date = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let text = String(decoding: try JSONCoding.encoder.encode([date]), as: UTF8.self)
+        #expect(text == #"["2023-11-14T22:13:20.250Z"]"#)
+        #expect(try JSONCoding.decoder.decode([Date].self, from: Data(text.utf8)) == [date])
+    }
+
+    /// Clients and older daemons write whole-second dates; the decoder must still read them.
+    @Test func wholeSecondDatesAreAccepted() throws {
+        let dates = try JSONCoding.decoder.decode([Date].self, from: Data(#"["2023-11-14T22:13:20Z"]"#.utf8))
+        #expect(dates == [Date(timeIntervalSince1970: 1_700_000_000)])
+    }
+
+    @Test func aDateThatIsNotISO8601IsRefused() {
+        #expect(throws: DecodingError.self) {
+            try JSONCoding.decoder.decode([Date].self, from: Data(#"["yesterday"]"#.utf8))
+        }
     }
 }
 

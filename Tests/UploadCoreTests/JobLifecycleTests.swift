@@ -51,7 +51,8 @@ let transitionTable: [TransitionCase] = [
 @Suite("Job life cycle state machine")
 struct JobLifecycleTests {
     let now = Fixtures.epoch.addingTimeInterval(100)
-    let policy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 3)
+    let policy = RetryPolicy(
+        baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 3)
 
     @Test func tableCoversEveryCommandInEveryState() {
         let covered = Set(transitionTable.map { "\($0.command.rawValue)/\($0.state.rawValue)" })
@@ -78,7 +79,9 @@ struct JobLifecycleTests {
             let error = #expect(throws: InvalidTransition.self) { try job.apply(row.command, at: now) }
             #expect(error?.id == JobID(4))
             #expect(error?.state == row.state)
-            #expect(error?.description.hasPrefix("job 4 is \(row.state.rawValue): cannot \(row.command.rawValue) it; ") == true)
+            #expect(
+                error?.description.hasPrefix("job 4 is \(row.state.rawValue): cannot \(row.command.rawValue) it; ")
+                    == true)
             #expect((error?.hint.count ?? 0) > 10, "the hint says what would work")
             #expect(job == before)
         }
@@ -118,7 +121,8 @@ struct JobLifecycleTests {
 
     @Test func retryableFailuresRequeueUntilTheBudgetRunsOut() {
         var job = Fixtures.job(1, state: .running)
-        let failure = AttemptOutcome.failed(JobError(code: "network", message: "connection reset"), retryable: true, retryAfter: nil)
+        let failure = AttemptOutcome.failed(
+            JobError(code: "network", message: "connection reset"), retryable: true, retryAfter: nil)
         let upper: (ClosedRange<Double>) -> Double = { $0.upperBound }
 
         for (attempt, expectedDelay) in [(1, 1.0), (2, 2.0)] {
@@ -162,7 +166,8 @@ struct JobLifecycleTests {
     @Test func nonRetryableFailsAtOnce() {
         var job = Fixtures.job(1, state: .running)
         let error = JobError(code: "http", message: "PUT u: HTTP 403 Forbidden", status: 403)
-        let effects = job.finishAttempt(.failed(error, retryable: false, retryAfter: nil), madeProgress: false, policy: policy, at: now)
+        let effects = job.finishAttempt(
+            .failed(error, retryable: false, retryAfter: nil), madeProgress: false, policy: policy, at: now)
         #expect(effects == [reschedule])
         #expect(job.state == .failed)
         #expect(job.error == error)
@@ -172,7 +177,8 @@ struct JobLifecycleTests {
 
     @Test func retryAfterSetsTheNextAttempt() {
         var job = Fixtures.job(1, state: .running)
-        let outcome = AttemptOutcome.failed(JobError(code: "http", message: "busy", status: 503), retryable: true, retryAfter: .seconds(42))
+        let outcome = AttemptOutcome.failed(
+            JobError(code: "http", message: "busy", status: 503), retryable: true, retryAfter: .seconds(42))
         _ = job.finishAttempt(outcome, madeProgress: false, policy: policy, at: now)
         #expect(job.nextAttemptAt == now.addingTimeInterval(42))
     }

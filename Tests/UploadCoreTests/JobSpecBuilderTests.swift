@@ -5,7 +5,8 @@ import Testing
 @Suite("JobSpecBuilder: job.add params to a JobSpec")
 struct JobSpecBuilderTests {
     func params(
-        _ destination: String = "https://h/dir/", source: String = "/data/a.bin", configure: (inout AddParams) -> Void = { _ in }
+        _ destination: String = "https://h/dir/", source: String = "/data/a.bin",
+        configure: (inout AddParams) -> Void = { _ in }
     ) -> AddParams {
         var params = AddParams(source: source, destination: destination)
         configure(&params)
@@ -81,7 +82,9 @@ struct JobSpecBuilderTests {
         (.s3, "s3://b/"), (.file, "file:///tmp/"), (.tus, "nas:x"), (.auto, "s3://b/"),
     ])
     func protocolDestinationMatch(uploadProtocol: UploadProtocol, destination: String) throws {
-        #expect(try JobSpecBuilder.build(params(destination) { $0.protocol = uploadProtocol }).uploadProtocol == uploadProtocol)
+        #expect(
+            try JobSpecBuilder.build(params(destination) { $0.protocol = uploadProtocol }).uploadProtocol
+                == uploadProtocol)
     }
 
     @Test func badHeaderIsNamed() {

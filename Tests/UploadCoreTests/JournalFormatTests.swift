@@ -55,7 +55,9 @@ struct JournalFormatTests {
         var bytes = Fixtures.file(Fixtures.twentyRecords)
         bytes[0] = UInt8(ascii: "X")
         #expect(throws: JournalFormatError.notAJournal) { try JournalFormat.decode(bytes) }
-        #expect(throws: JournalFormatError.notAJournal) { try JournalFormat.decode(Array("hello, this is text\n".utf8)) }
+        #expect(throws: JournalFormatError.notAJournal) {
+            try JournalFormat.decode(Array("hello, this is text\n".utf8))
+        }
     }
 
     @Test func newerVersionIsRefusedWithItsNumber() {

@@ -23,7 +23,8 @@ struct LineFramerTests {
 
     @Test func crlfLosesOnlyTheCarriageReturn() {
         var framer = LineFramer(maxLineLength: 100)
-        #expect(framer.feed(bytes("a\r\nb\r\r\n\rc\n")) == [.line(bytes("a")), .line(bytes("b\r")), .line(bytes("\rc"))])
+        #expect(
+            framer.feed(bytes("a\r\nb\r\r\n\rc\n")) == [.line(bytes("a")), .line(bytes("b\r")), .line(bytes("\rc"))])
     }
 
     @Test func crSplitFromLFAcrossFeeds() {

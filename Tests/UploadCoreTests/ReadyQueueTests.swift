@@ -78,7 +78,8 @@ struct ReadyQueueTests {
                 queue.remove(JobID(victim.id), priority: victim.priority)
                 reference.removeAll { $0.id == victim.id }
             } else {
-                let expected = reference.min { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }?.id
+                let expected = reference.min { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }?
+                    .id
                 #expect(queue.popFirst()?.rawValue == expected, "step \(step)")
                 if let expected { reference.removeAll { $0.id == expected } }
             }

@@ -26,7 +26,9 @@ struct RedactionTests {
         #expect(redacted == url.split(separator: "?")[0] + "?REDACTED")
     }
 
-    @Test(arguments: ["https://host/a/b?page=2", "https://host/p@th/x", "s3://bucket/key", "file:///tmp/x", "nas:dir/x"])
+    @Test(arguments: [
+        "https://host/a/b?page=2", "https://host/p@th/x", "s3://bucket/key", "file:///tmp/x", "nas:dir/x",
+    ])
     func harmlessURLsAreUnchanged(url: String) {
         #expect(Redaction.redactURL(url) == url)
     }

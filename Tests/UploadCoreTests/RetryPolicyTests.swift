@@ -5,7 +5,8 @@ import Testing
 
 @Suite("RetryPolicy: exponential backoff with full jitter")
 struct RetryPolicyTests {
-    let policy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 8)
+    let policy = RetryPolicy(
+        baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 8)
 
     /// The random source is asked for a range; returning its upper bound shows the bound.
     func bound(after failures: Int, policy: RetryPolicy? = nil) -> (range: ClosedRange<Double>, delay: Double) {

@@ -38,7 +38,9 @@ struct TransferFailureTests {
 
     @Test func retryAfterHTTPDate() {
         let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
-        #expect(HTTPStatus.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now.addingTimeInterval(-90)) == .seconds(90))
+        #expect(
+            HTTPStatus.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now.addingTimeInterval(-90))
+                == .seconds(90))
         #expect(HTTPStatus.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now: now.addingTimeInterval(60)) == .zero)
     }
 

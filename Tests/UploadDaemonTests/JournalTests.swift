@@ -202,7 +202,11 @@ struct JournalTests {
         let (journal, _) = try Journal.open(directory: directory.path)
         let states: [JobState] = [.queued, .running, .queued, .running, .paused, .queued, .running, .completed]
         for (index, state) in states.enumerated() {
-            if index % 2 == 0 { journal.append([.job(Self.job(1, state))]) } else { try await journal.appendDurably([.job(Self.job(1, state))]) }
+            if index % 2 == 0 {
+                journal.append([.job(Self.job(1, state))])
+            } else {
+                try await journal.appendDurably([.job(Self.job(1, state))])
+            }
         }
         journal.close()
         let records = try JournalFormat.decode(try directory.read("journal")).records

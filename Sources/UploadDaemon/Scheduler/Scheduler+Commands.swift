@@ -90,35 +90,29 @@ extension Scheduler {
                 throw RPCError(code: RPCError.invalidTransitionCode, message: error.description)
             }
         }
-        var results: [JobInfo] = []
-        var failure: (any Error)?
-        for (job, effects) in planned {
-            do {
-                try await carryOut(effects, for: job)
-            } catch {
-                failure = error
-            }
-            results.append(info(for: job))
-        }
+        // Every job changes in this one actor turn (transfers stopped, queues updated, memory
+        // applied) before the single durable write, so no job can start in between.
+        var records: [JournalRecord] = []
+        for (job, effects) in planned { records.append(applyInMemory(effects, for: job)) }
         fillSlots()
-        if let failure { throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(failure)") }
-        return results
+        do {
+            try await commitDurably(records, announcing: planned.map(\.0))
+        } catch {
+            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
+        }
+        return planned.map { info(for: $0.0) }
     }
 
     /// Drops completed, failed and canceled jobs, and their cached files.
     func clear() async throws(RPCError) -> [JobInfo] {
         let finished = store.jobs.values.filter { $0.state.isTerminal }.sorted { $0.id < $1.id }
-        var results: [JobInfo] = []
-        for job in finished {
-            dependencies.snapshots.discard(job.snapshot)
-            do {
-                try await forget(job.id)
-            } catch {
-                throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
-            }
-            results.append(info(for: job))
+        let records = finished.map { applyInMemory([.deleteCachedFile, .forget], for: $0) }
+        do {
+            try await commitDurably(records, announcing: finished)
+        } catch {
+            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
         }
-        return results
+        return finished.map { info(for: $0) }
     }
 
     /// Removes uploaded files from their servers, then forgets the jobs. Jobs not completed are
@@ -140,7 +134,7 @@ extension Scheduler {
                     throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(id): delete failed: \(message)")
                 }
                 do {
-                    try await carryOut([.deleteCachedFile, .forget], for: job)
+                    try await commitDurably([applyInMemory([.deleteCachedFile, .forget], for: job)], announcing: [job])
                 } catch {
                     throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
                 }
@@ -152,19 +146,15 @@ extension Scheduler {
         return results
     }
 
-    /// Acts on a transition's effects, journaling the job's new state durably.
-    private func carryOut(_ effects: JobEffects, for job: Job) async throws {
+    /// Acts on a transition's effects in memory, at once, and returns the record to journal.
+    private func applyInMemory(_ effects: JobEffects, for job: Job) -> JournalRecord {
         if effects.contains(.stopTransfer) { running[job.id]?.task.cancel() }
         if effects.contains(.discardServerUpload) { discardPartialUpload(of: job) }
         if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
-        if effects.contains(.forget) {
-            unqueue(job)
-            try await forget(job.id)
-            dependencies.events.publishState(info(for: job))
-            return
-        }
+        if effects.contains(.forget) { return forgetInMemory(job) }
         if job.state == .queued { enqueue(job) } else { unqueue(job) }
-        try await commit(job, durable: true)
+        store.apply(.job(job))
+        return .job(job)
     }
 
     /// Tells the server to drop what it holds of an unfinished upload, in the background.

@@ -112,14 +112,20 @@ actor Scheduler {
         dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
     }
 
-    func forget(_ id: JobID) async throws {
-        guard let job = store.jobs[id] else { return }
-        store.apply(.removed(id))
-        ready.remove(id, priority: job.spec.priority)
-        delayed.remove(id)
+    /// Drops a job from memory and returns the record that says so; the caller journals it.
+    func forgetInMemory(_ job: Job) -> JournalRecord {
+        store.apply(.removed(job.id))
+        ready.remove(job.id, priority: job.spec.priority)
+        delayed.remove(job.id)
         if let token = job.spec.clientToken { clientTokens[token] = nil }
-        try await dependencies.journal.appendDurably([.removed(id)])
+        return .removed(job.id)
+    }
+
+    /// Journals records of several changes in one durable append, then announces the jobs.
+    func commitDurably(_ records: [JournalRecord], announcing jobs: [Job]) async throws {
         compactIfWorthwhile()
+        defer { for job in jobs { dependencies.events.publishState(info(for: store.jobs[job.id] ?? job)) } }
+        try await dependencies.journal.appendDurably(records)
     }
 
     /// Rewrites the journal when it holds far more records than live jobs.

@@ -1,3 +1,4 @@
+import CShims
 import Glibc
 import UploadCore
 
@@ -59,5 +60,38 @@ final class SourceFile: Sendable {
             if result < 0 && errno == EINTR { continue }
             return result
         }
+    }
+}
+
+extension SourceFile {
+    /// Reads `length` bytes from `offset` in pieces and hands each to `body`: for checksums of a
+    /// chunk before it is sent, without holding the chunk in memory.
+    func forEachPiece(offset: Int64, length: Int64, _ body: (UnsafeRawBufferPointer) -> Void) throws(TransferFailure) {
+        let pieceSize = 256 << 10
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: pieceSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var done: Int64 = 0
+        while done < length {
+            let want = Int(min(Int64(pieceSize), length - done))
+            let count = read(into: buffer, count: want, at: offset + done)
+            if count < 0 { throw .source(SystemError("read", path: displayPath).description) }
+            if count == 0 { throw .source("\(displayPath) is shorter than when it was added") }
+            body(UnsafeRawBufferPointer(start: buffer, count: count))
+            done += Int64(count)
+        }
+    }
+
+    /// CRC-32 (zlib's) of a region, as the chunked block protocol sends it.
+    func crc32(offset: Int64, length: Int64) throws(TransferFailure) -> UInt32 {
+        var crc: UInt32 = 0
+        try forEachPiece(offset: offset, length: length) { crc = CShims_crc32(crc, $0.baseAddress, $0.count) }
+        return crc
+    }
+
+    /// CRC-32C of a region, as S3's x-amz-checksum-crc32c carries it.
+    func crc32c(offset: Int64, length: Int64) throws(TransferFailure) -> UInt32 {
+        var crc: UInt32 = 0
+        try forEachPiece(offset: offset, length: length) { crc = CShims_crc32c(crc, $0.baseAddress, $0.count) }
+        return crc
     }
 }

@@ -40,7 +40,10 @@ enum ResultURL {
     /// and `location`, at the top level or under `data`; else at the Location header.
     static func find(in response: HTTPResponse, pointer: String?) -> String? {
         if let json = try? JSONSerialization.jsonObject(with: Data(response.body)) {
-            if let pointer { return resolve(pointer, in: json) as? String }
+            if let pointer {
+                if let url = resolve(pointer, in: json) as? String { return url }
+                return response.header("location")
+            }
             let keys = ["url", "fileUrl", "location", "Location", "file_url"]
             for container in [json, (json as? [String: Any])?["data"] as Any] {
                 guard let object = container as? [String: Any] else { continue }

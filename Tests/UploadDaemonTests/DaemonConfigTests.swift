@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+@Suite("DaemonConfig: uploadd.conf")
+struct DaemonConfigTests {
+    func loadError(_ text: String) -> String {
+        let error = #expect(throws: DaemonConfig.LoadError.self) { try DaemonConfig.parse(text) }
+        return error?.message ?? ""
+    }
+
+    @Test func daemonKeys() throws {
+        let config = try DaemonConfig.parse(
+            """
+            [daemon]
+            transfers = 5
+            retry_attempts = 3
+            retry_max_delay = 30
+            retry_base_delay = 250
+            stall_timeout = 90
+            connect_timeout = 5
+            """)
+        #expect(config.maxTransfers == 5)
+        #expect(config.retry.maxAttempts == 3)
+        #expect(config.retry.maxDelay == .seconds(30))
+        #expect(config.retry.baseDelay == .milliseconds(250))
+        #expect(config.stallTimeout == 90)
+        #expect(config.connectTimeout == 5)
+        #expect(config.warnings.isEmpty)
+    }
+
+    @Test func emptyConfigIsTheDefault() throws {
+        #expect(try DaemonConfig.parse("") == DaemonConfig())
+        #expect(DaemonConfig().maxTransfers == 2)
+    }
+
+    @Test func remoteWithRepeatedHeadersAndFields() throws {
+        let config = try DaemonConfig.parse(
+            """
+            [remote nas]
+            url = https://nas.local/dav/
+            protocol = PUT
+            user = bob
+            password_file = ~/.config/uploadd/nas.pw
+            header = X-A: 1
+            header = X-B: 2
+            field = album=holidays
+            field = tag=a=b
+            file_field = upload
+            ca_file = /etc/ssl/private-ca.pem
+            chunk_size = 8M
+            result_url_pointer = /data/url
+
+            [remote cred]
+            url = s3://bucket/
+            password_credential = s3-secret
+            """)
+        let nas = try #require(config.remotes["nas"])
+        #expect(nas.name == "nas")
+        #expect(nas.url == "https://nas.local/dav/")
+        #expect(nas.uploadProtocol == .put)
+        #expect(nas.user == "bob")
+        #expect(nas.passwordFile == "~/.config/uploadd/nas.pw")
+        #expect(nas.headers == [KeyValue(name: "X-A", value: "1"), KeyValue(name: "X-B", value: "2")])
+        #expect(nas.fields == [KeyValue(name: "album", value: "holidays"), KeyValue(name: "tag", value: "a=b")])
+        #expect(nas.fileField == "upload")
+        #expect(nas.caFile == "/etc/ssl/private-ca.pem")
+        #expect(nas.chunkSize == 8 << 20)
+        #expect(nas.resultURLPointer == "/data/url")
+        #expect(config.remotes["cred"]?.passwordCredential == "s3-secret")
+        #expect(config.remotes["cred"]?.uploadProtocol == .auto)
+    }
+
+    @Test(arguments: [
+        ("[daemon]\ntransfers = 0\n", "line 2: transfers must be a whole number from 1 to 64"),
+        ("[daemon]\n\ntransfers = many\n", "line 3: transfers"),
+        ("[daemon]\nretry_attempts = -1\n", "line 2: retry_attempts"),
+        ("[daemon]\nstall_timeout = 1.5\n", "line 2: stall_timeout"),
+        ("[remote x]\nurl = https://h/\nprotocol = ftp\n", "line 3: [remote x] protocol must be one of"),
+        ("[remote x]\nurl = https://h/\nheader = no colon here\n", "line 3: [remote x] header"),
+        ("[remote x]\nurl = https://h/\nfield = =v\n", "line 3: [remote x] field"),
+        ("[remote x]\nurl = https://h/\nchunk_size = big\n", "line 3: [remote x] 'big' is not a size"),
+        ("# c\n[remote x]\nuser = bob\n", "line 2: [remote x] needs a url"),
+        ("[remote]\nurl = https://h/\n", "line 1: a remote needs a name"),
+        ("[daemon]\nthis is not ini\n", "line 2: expected key = value"),
+    ])
+    func badValuesGiveLineNumbers(text: String, message: String) {
+        let actual = loadError(text)
+        #expect(actual.contains(message), "\(actual)")
+    }
+
+    @Test func unknownKeysAndSectionsBecomeWarnings() throws {
+        let config = try DaemonConfig.parse(
+            """
+            [daemon]
+            transfers = 2
+            tranfers = 4
+            [remote nas]
+            url = https://h/
+            colour = blue
+            [logging]
+            level = debug
+            """)
+        #expect(config.maxTransfers == 2)
+        #expect(config.remotes["nas"] != nil)
+        #expect(config.warnings.count == 3)
+        #expect(config.warnings.contains { $0.hasPrefix("line 3:") && $0.contains("'tranfers'") })
+        #expect(
+            config.warnings.contains {
+                $0.hasPrefix("line 6:") && $0.contains("'colour'") && $0.contains("[remote nas]")
+            })
+        #expect(config.warnings.contains { $0.hasPrefix("line 7:") && $0.contains("[logging]") })
+    }
+
+    @Test func loadNamesTheFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("uploadd.conf", "[daemon]\ntransfers = 100\n")
+        let error = #expect(throws: DaemonConfig.LoadError.self) { try DaemonConfig.load(path: path) }
+        #expect(error?.description == "\(path): line 2: transfers must be a whole number from 1 to 64")
+    }
+
+    @Test func loadReadsAFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("uploadd.conf", "[daemon]\ntransfers = 7\n")
+        #expect(try DaemonConfig.load(path: path).maxTransfers == 7)
+    }
+
+    @Test func aMissingFileIsTheDefaultConfig() throws {
+        let directory = try TemporaryDirectory()
+        #expect(try DaemonConfig.load(path: directory.path + "/absent.conf") == DaemonConfig())
+    }
+}

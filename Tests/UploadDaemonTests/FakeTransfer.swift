@@ -1,0 +1,80 @@
+import Foundation
+import Synchronization
+import UploadCore
+
+@testable import UploadDaemon
+
+/// A scripted `Transfer`: each attempt of a file (by its name) takes the next step of its script,
+/// and everything the scheduler asks of it is recorded for the test to check.
+final class FakeTransfer: Transfer {
+    enum Step: Sendable {
+        case succeed
+        case fail(TransferFailure)
+        /// Runs until `release(name)` has been called (then succeeds) or until the task is canceled.
+        case hold
+    }
+
+    struct Record {
+        var scripts: [String: [Step]] = [:]
+        var started: [String] = []
+        var running: Set<String> = []
+        var maxRunning = 0
+        var released: Set<String> = []
+        var canceled: [String] = []
+        var discarded: [String] = []
+        var deleted: [String] = []
+    }
+
+    private let record = Mutex(Record())
+    /// The step for a file with no script left.
+    let defaultStep: Step
+
+    init(defaultStep: Step = .succeed) { self.defaultStep = defaultStep }
+
+    func script(_ name: String, _ steps: [Step]) { record.withLock { $0.scripts[name] = steps } }
+    func release(_ name: String) { _ = record.withLock { $0.released.insert(name) } }
+    var snapshot: Record { record.withLock { $0 } }
+    var started: [String] { snapshot.started }
+
+    func upload(_ context: TransferContext) async throws -> JobResult {
+        let name = (context.job.spec.source as NSString).lastPathComponent
+        let step = record.withLock { record -> Step in
+            record.started.append(name)
+            record.running.insert(name)
+            record.maxRunning = max(record.maxRunning, record.running.count)
+            if var steps = record.scripts[name], !steps.isEmpty {
+                let step = steps.removeFirst()
+                record.scripts[name] = steps
+                return step
+            }
+            return defaultStep
+        }
+        defer { _ = record.withLock { $0.running.remove(name) } }
+        switch step {
+        case .succeed:
+            break
+        case .fail(let failure):
+            throw failure
+        case .hold:
+            while !record.withLock({ $0.released.contains(name) }) {
+                do {
+                    try await Task.sleep(for: .milliseconds(2))
+                } catch {
+                    record.withLock { $0.canceled.append(name) }
+                    throw error
+                }
+            }
+        }
+        context.meter.add(Int(context.source.size))
+        try await context.commit(context.source.size, nil, true)
+        return JobResult(url: context.target.url, status: 201)
+    }
+
+    func discardPartialUpload(_ job: Job, target: ResolvedTarget) async throws {
+        record.withLock { $0.discarded.append((job.spec.source as NSString).lastPathComponent) }
+    }
+
+    func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
+        record.withLock { $0.deleted.append((job.spec.source as NSString).lastPathComponent) }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+@Suite("SnapshotCache: protecting a job's bytes")
+struct SnapshotCacheTests {
+    let directory: TemporaryDirectory
+    let cache: SnapshotCache
+    let content: [UInt8]
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        cache = SnapshotCache(cacheDirectory: directory.path + "/cache")
+        try cache.prepare()
+        var random = SystemRandomNumberGenerator()
+        content = (0..<300_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+    }
+
+    func source(_ name: String = "video.mp4") throws -> String {
+        try directory.write("src/" + name, bytes: content)
+    }
+
+    func failure(_ path: String, mode: SnapshotMode = .auto) -> TransferFailure? {
+        let error = #expect(throws: TransferFailure.self) { try cache.snapshot(source: path, id: JobID(9), mode: mode) }
+        #expect(error?.error.code == "source")
+        #expect(error?.retryable == false)
+        #expect(cacheFiles().isEmpty, "a failed snapshot leaves nothing in the cache")
+        return error
+    }
+
+    func cacheFiles() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: cache.directory)) ?? [] }
+
+    @Test(arguments: [SnapshotMode.auto, .copy])
+    func autoAndCopyTakeACopyInTheCache(mode: SnapshotMode) throws {
+        let path = try source()
+        let snapshot = try cache.snapshot(source: path, id: JobID(5), mode: mode)
+        #expect(snapshot.kind == .copy || snapshot.kind == .reflink)
+        #expect(snapshot.isCached)
+        #expect(snapshot.path == cache.directory + "/5")
+        #expect(snapshot.size == Int64(content.count))
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(snapshot.inode == UInt64(info.st_ino), "the identity is the original's")
+
+        // The original changes; the snapshot does not.
+        try directory.write("src/video.mp4", "changed")
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
+
+        cache.discard(snapshot)
+        #expect(!FileManager.default.fileExists(atPath: snapshot.path))
+    }
+
+    @Test func noneUsesTheOriginalWithItsIdentity() throws {
+        let path = try source()
+        let snapshot = try cache.snapshot(source: path, id: JobID(5), mode: .none)
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(snapshot.kind == .original)
+        #expect(snapshot.path == path)
+        #expect(!snapshot.isCached)
+        #expect(snapshot.size == Int64(content.count))
+        #expect(snapshot.inode == UInt64(info.st_ino))
+        #expect(snapshot.device == UInt64(info.st_dev))
+        #expect(
+            snapshot.modificationTimeNanoseconds == Int64(info.st_mtim.tv_sec) * 1_000_000_000
+                + Int64(info.st_mtim.tv_nsec))
+        #expect(cacheFiles().isEmpty)
+        cache.discard(snapshot)
+        #expect(FileManager.default.fileExists(atPath: path), "discard never deletes the user's file")
+    }
+
+    @Test func anEarlierFileWithTheSameIDIsReplaced() throws {
+        try directory.write("cache/snapshots/5", "stale")
+        let snapshot = try cache.snapshot(source: try source(), id: JobID(5), mode: .copy)
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
+    }
+
+    @Test func withoutACacheDirectoryAutoFallsBackAndCopyFails() throws {
+        let path = try source()
+        let missing = SnapshotCache(cacheDirectory: directory.path + "/no-cache")
+        #expect(try missing.snapshot(source: path, id: JobID(1), mode: .auto).kind == .original)
+        let error = #expect(throws: TransferFailure.self) {
+            try missing.snapshot(source: path, id: JobID(1), mode: .copy)
+        }
+        #expect(error?.error.code == "io")
+        #expect(error?.error.message.contains(missing.directory) == true)
+    }
+
+    @Test func aDirectoryIsRefused() throws {
+        try FileManager.default.createDirectory(atPath: directory.path + "/photos", withIntermediateDirectories: true)
+        let message = failure(directory.path + "/photos")?.error.message ?? ""
+        #expect(message.contains("\(directory.path)/photos is a directory"))
+    }
+
+    @Test func aFIFOIsRefusedWithoutBlocking() throws {
+        let path = directory.path + "/pipe"
+        #expect(mkfifo(path, 0o600) == 0)
+        let message = failure(path)?.error.message ?? ""
+        #expect(message.contains("\(path) is a FIFO"))
+    }
+
+    @Test(arguments: [SnapshotMode.auto, .copy, .none])
+    func aMissingFileIsRefused(mode: SnapshotMode) {
+        let path = directory.path + "/gone.mp4"
+        #expect(failure(path, mode: mode)?.error.message == "\(path) does not exist")
+    }
+
+    /// Skipped as root (CI runs tests as root): chmod 000 does not stop root from reading a file.
+    @Test(.enabled(if: geteuid() != 0, "skipped as root: chmod 000 does not stop root from reading"))
+    func anUnreadableFileIsRefused() throws {
+        let path = try source("secret.bin")
+        #expect(chmod(path, 0) == 0)
+        let message = failure(path)?.error.message ?? ""
+        #expect(message.contains(path))
+        #expect(message.contains("Permission denied"))
+    }
+
+    @Test func removeOrphansKeepsTheFilesJobsUse() throws {
+        let keep = try cache.snapshot(source: try source(), id: JobID(1), mode: .copy)
+        let orphan = try cache.snapshot(source: try source(), id: JobID(2), mode: .copy)
+        cache.removeOrphans(keeping: [keep.path])
+        #expect(cacheFiles() == ["1"])
+        #expect(!FileManager.default.fileExists(atPath: orphan.path))
+    }
+
+    @Test func discardIgnoresPathsOutsideTheCache() throws {
+        let path = try source()
+        let foreign = SourceSnapshot(
+            kind: .copy, path: path, size: 1, device: 0, inode: 0, modificationTimeNanoseconds: 0)
+        cache.discard(foreign)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+}

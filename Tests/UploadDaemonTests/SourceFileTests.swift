@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+@Suite("SourceFile: reading a job's bytes safely")
+struct SourceFileTests {
+    let directory: TemporaryDirectory
+    let cache: SnapshotCache
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        cache = SnapshotCache(cacheDirectory: directory.path + "/cache")
+        try cache.prepare()
+    }
+
+    func original(_ text: String = "0123456789") throws -> (path: String, snapshot: SourceSnapshot) {
+        let path = try directory.write("a.txt", text)
+        return (path, try cache.snapshot(source: path, id: JobID(1), mode: .none))
+    }
+
+    func expectChanged(_ body: () throws -> Void) {
+        let error = #expect(throws: TransferFailure.self) { try body() }
+        #expect(error?.error.code == "source")
+        #expect(error?.error.message.contains("changed since it was added") == true)
+        #expect(error?.retryable == false)
+    }
+
+    @Test func readsWithPread() throws {
+        let (_, snapshot) = try original()
+        let file = try SourceFile(snapshot: snapshot, displayPath: "/shown/a.txt")
+        var buffer = [UInt8](repeating: 0, count: 4)
+        let count = buffer.withUnsafeMutableBytes { file.read(into: $0.baseAddress!, count: 4, at: 3) }
+        #expect(count == 4)
+        #expect(buffer == Array("3456".utf8))
+        #expect(file.size == 10)
+        try file.verifyUnchanged()
+    }
+
+    @Test func growingTheOriginalIsNoticed() throws {
+        let (path, snapshot) = try original()
+        let file = try SourceFile(snapshot: snapshot, displayPath: "/shown/a.txt")
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("more".utf8))
+        try handle.close()
+        expectChanged { try file.verifyUnchanged() }
+        let error = #expect(throws: TransferFailure.self) { try file.verifyUnchanged() }
+        #expect(error?.error.message.contains("/shown/a.txt") == true)
+        #expect(error?.error.message.contains("10 → 14") == true)
+    }
+
+    @Test func aNewModificationTimeIsNoticed() throws {
+        let (path, snapshot) = try original()
+        let file = try SourceFile(snapshot: snapshot, displayPath: path)
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        expectChanged { try file.verifyUnchanged() }
+    }
+
+    @Test func aReplacedFileIsNoticedWhenOpened() throws {
+        let (path, snapshot) = try original()
+        let replacement = try directory.write("b.txt", "abcdefghij")
+        #expect(rename(replacement, path) == 0)
+        expectChanged { _ = try SourceFile(snapshot: snapshot, displayPath: path) }
+    }
+
+    @Test func aDeletedOriginalSaysToAddItAgain() throws {
+        let (path, snapshot) = try original()
+        #expect(unlink(path) == 0)
+        let error = #expect(throws: TransferFailure.self) { _ = try SourceFile(snapshot: snapshot, displayPath: path) }
+        #expect(error?.error.message.contains("was deleted after it was added") == true)
+    }
+
+    @Test func aCopyIsCheckedBySizeOnly() throws {
+        let path = try directory.write("c.txt", "0123456789")
+        let snapshot = try cache.snapshot(source: path, id: JobID(2), mode: .copy)
+        try directory.write("c.txt", "the original may change: the copy is what we send")
+        let file = try SourceFile(snapshot: snapshot, displayPath: path)
+        try file.verifyUnchanged()
+        #expect(truncate(snapshot.path, 3) == 0)
+        expectChanged { try file.verifyUnchanged() }
+    }
+}

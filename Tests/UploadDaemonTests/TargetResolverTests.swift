@@ -43,10 +43,25 @@ struct TargetResolverTests {
         #expect(target.fileName == (source as NSString).lastPathComponent)
     }
 
-    @Test func autoOverHTTPIsPut() throws {
-        let target = try resolve(Self.job("https://h/dir/"))
+    @Test func autoOverHTTPProbesThenSettles() throws {
+        var target = try resolve(Self.job("https://h/dir/"))
+        #expect(target.probeForTus, "auto over http asks the server whether it speaks tus")
+        #expect(target.url == "https://h/dir/", "the name is appended only once PUT is chosen")
+        var tus = target
+        tus.settle(.tus)
+        #expect(tus.uploadProtocol == .tus && tus.url == "https://h/dir/" && !tus.probeForTus)
+        target.settle(.put)
         #expect(target.uploadProtocol == .put)
         #expect(target.url == "https://h/dir/a.bin")
+    }
+
+    @Test func aResolvedProtocolIsKeptWithoutProbing() throws {
+        var job = Self.job("https://h/dir/")
+        job.resolvedProtocol = .tus
+        let target = try resolve(job)
+        #expect(!target.probeForTus)
+        #expect(target.uploadProtocol == .tus)
+        #expect(target.url == "https://h/dir/")
     }
 
     @Test func postKeepsTheURL() throws {

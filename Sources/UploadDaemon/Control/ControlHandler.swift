@@ -81,7 +81,7 @@ struct ControlHandler: Sendable {
                 HelloInfo(
                     name: "uploadd", version: UploaddVersion.string, protocolVersion: ControlProtocol.version,
                     methods: ControlMethod.allCases.map(\.rawValue),
-                    protocols: [UploadProtocol.put, .post, .file].map(\.rawValue), pid: getpid()))
+                    protocols: TransferFactory.supportedProtocols.map(\.rawValue), pid: getpid()))
         case .status:
             _ = try NoParams.decode(from: params)
             return try encodeResult(await status())

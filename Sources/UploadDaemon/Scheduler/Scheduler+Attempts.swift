@@ -7,17 +7,16 @@ extension Scheduler {
         var job = queued
         job.start(at: Date())
         let target: ResolvedTarget
-        let transfer: any Transfer
         do {
             target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
-            transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
+            if !target.probeForTus { _ = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http) }
         } catch {
             store.apply(.job(job))
             finishWithoutTransfer(job, failure: error)
             return
         }
-        if job.resolvedProtocol == nil { job.resolvedProtocol = target.uploadProtocol }
-        job.record("attempt \(job.attempts) started (\(target.uploadProtocol.rawValue))", at: Date())
+        if job.resolvedProtocol == nil && !target.probeForTus { job.resolvedProtocol = target.uploadProtocol }
+        job.record("attempt \(job.attempts) started (\(target.probeForTus ? "auto" : target.uploadProtocol.rawValue))", at: Date())
         store.apply(.job(job))
         dependencies.events.publishState(info(for: job))
         dependencies.journal.append([.job(job)])
@@ -25,27 +24,48 @@ extension Scheduler {
         let meter = ProgressMeter()
         let id = job.id
         let startedJob = job
+        let makeTransfer = dependencies.makeTransfer
+        let http = dependencies.http
         let task = Task { [weak self] in
             guard let self else { return }
-            let outcome = await Self.runAttempt(transfer: transfer, job: startedJob, target: target, meter: meter, scheduler: self)
+            let outcome = await Self.runAttempt(
+                job: startedJob, target: target, meter: meter, scheduler: self,
+                makeTransfer: { try makeTransfer($0, http) }, http: http)
             await self.attemptEnded(id, outcome: outcome)
         }
-        running[id] = RunningAttempt(task: task, meter: meter, ackedAtStart: job.bytesAcked, transfer: transfer, target: target)
+        running[id] = RunningAttempt(task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target)
+    }
+
+    /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.
+    func protocolResolved(_ id: JobID, _ uploadProtocol: UploadProtocol) {
+        guard var job = store.jobs[id] else { return }
+        job.resolvedProtocol = uploadProtocol
+        job.record("the server speaks \(uploadProtocol.rawValue)", at: Date())
+        store.apply(.job(job))
+        dependencies.journal.append([.job(job)])
     }
 
     /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
     private static func runAttempt(
-        transfer: any Transfer, job: Job, target: ResolvedTarget, meter: ProgressMeter, scheduler: Scheduler
+        job: Job, target initialTarget: ResolvedTarget, meter: ProgressMeter, scheduler: Scheduler,
+        makeTransfer: @Sendable (UploadProtocol) throws -> any Transfer, http: HTTPClient
     ) async -> AttemptOutcome? {
+        var target = initialTarget
         do {
             guard let snapshot = job.snapshot else { throw TransferFailure.source("job \(job.id) has no source snapshot") }
             let source = try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
             let id = job.id
+            if target.probeForTus {
+                target.settle(try await TusServer.speaksTus(http: http, target: target) ? .tus : .put)
+                await scheduler.protocolResolved(id, target.uploadProtocol)
+            }
+            let transfer = try makeTransfer(target.uploadProtocol)
             let context = TransferContext(
                 job: job, target: target, source: source, meter: meter,
                 commit: { [weak scheduler] acked, checkpoint, durable in
                     try await scheduler?.commitProgress(id, bytesAcked: acked, checkpoint: checkpoint, durable: durable)
-                })
+                },
+                note: { [weak scheduler] message in await scheduler?.note(id, message) })
             return .completed(try await transfer.upload(context))
         } catch is CancellationError {
             return nil
@@ -68,6 +88,15 @@ extension Scheduler {
         } else {
             dependencies.journal.append([.progress(progress)])
         }
+    }
+
+    /// A transfer's remark for the job's history.
+    func note(_ id: JobID, _ message: String) {
+        guard var job = store.jobs[id] else { return }
+        job.record(message, at: Date())
+        store.apply(.job(job))
+        dependencies.journal.append([.job(job)])
+        Log.notice("job \(id): \(message)")
     }
 
     /// An attempt ended: feed its outcome to the job's state machine and find more work.

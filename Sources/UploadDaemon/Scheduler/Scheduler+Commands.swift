@@ -167,8 +167,9 @@ extension Scheduler {
         Task {
             if let task = attempt?.task { await task.value }
             do {
-                let target = try attempt?.target ?? TargetResolver(config: config, environment: environment).resolve(job)
-                let transfer = try attempt?.transfer ?? makeTransfer(target.uploadProtocol, http)
+                let target = try TargetResolver(config: config, environment: environment).resolve(job)
+                guard !target.probeForTus else { return }  // it never got far enough to hold anything
+                let transfer = try makeTransfer(target.uploadProtocol, http)
                 try await transfer.discardPartialUpload(job, target: target)
             } catch {
                 Log.warning("job \(job.id): could not discard the partial upload on the server: \(error)")

@@ -23,7 +23,6 @@ actor Scheduler {
         var task: Task<Void, Never>
         var meter: ProgressMeter
         var ackedAtStart: Int64
-        var transfer: any Transfer
         var target: ResolvedTarget
     }
 

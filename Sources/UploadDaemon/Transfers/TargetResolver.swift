@@ -37,9 +37,11 @@ struct TargetResolver: Sendable {
 
         var uploadProtocol = job.resolvedProtocol ?? spec.uploadProtocol
         if uploadProtocol == .auto { uploadProtocol = remote?.uploadProtocol ?? .auto }
+        let probeForTus = uploadProtocol == .auto && destination.impliedProtocol == nil
         if uploadProtocol == .auto { uploadProtocol = destination.impliedProtocol ?? .put }
 
         var target = ResolvedTarget(uploadProtocol: uploadProtocol, url: destinationText, fileName: fileName)
+        target.probeForTus = probeForTus
         target.headers = (remote?.headers ?? []) + spec.headers
         target.fields = (remote?.fields ?? []) + spec.fields
         target.caFile = remote?.caFile
@@ -55,9 +57,7 @@ struct TargetResolver: Sendable {
         case .http(let url):
             // A trailing slash names a directory: the file keeps its name there. post sends to the
             // URL itself: the name travels in the multipart part.
-            if url.absoluteString.hasSuffix("/") && uploadProtocol == .put {
-                target.url = url.absoluteString + Self.percentEncodedPathComponent(fileName)
-            }
+            if !probeForTus { target.settle(uploadProtocol) }
         case .file(let path):
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
@@ -120,6 +120,19 @@ struct SecretReader {
             return text.trimmingCharacters(in: .newlines)
         } catch {
             throw .config("cannot read the password of remote '\(remote.name)': \(error)")
+        }
+    }
+}
+
+extension ResolvedTarget {
+    /// Fixes the protocol and the URL that goes with it: a PUT to a URL ending in `/` goes to the
+    /// file's name in that directory; post and tus send to the URL itself (the name travels in the
+    /// multipart part or the tus metadata).
+    mutating func settle(_ finalProtocol: UploadProtocol) {
+        uploadProtocol = finalProtocol
+        probeForTus = false
+        if finalProtocol == .put && url.hasSuffix("/") && url.lowercased().hasPrefix("http") {
+            url += TargetResolver.percentEncodedPathComponent(fileName)
         }
     }
 }

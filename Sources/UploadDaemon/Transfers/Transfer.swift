@@ -30,6 +30,8 @@ struct TransferContext: Sendable {
     /// Journals bytes the server committed, with the protocol's checkpoint. Await it before relying
     /// on the checkpoint (for example before sending bytes that depend on a new upload URL).
     var commit: @Sendable (_ bytesAcked: Int64, _ checkpoint: Checkpoint?, _ durable: Bool) async throws -> Void
+    /// Adds a line to the job's history (for example: the server forgot the upload, starting over).
+    var note: @Sendable (_ message: String) async -> Void = { _ in }
 }
 
 /// The destination resolved against the config: what a transfer sends, where, and how.
@@ -50,6 +52,8 @@ struct ResolvedTarget: Sendable, Equatable {
     var stallTimeout = 60
     var connectTimeout = 20
     var rateLimit: Int64?
+    /// `auto` for an http destination: an OPTIONS probe decides between tus and put.
+    var probeForTus = false
 
     /// A request with this target's credentials, CA and timeouts.
     func request(_ method: String, url: String? = nil, headers extra: [KeyValue] = [], body: HTTPBody = .none)
@@ -67,12 +71,17 @@ struct ResolvedTarget: Sendable, Equatable {
 
 /// Picks the Transfer for a protocol.
 enum TransferFactory {
+    /// The protocols this build can upload with, as daemon.hello lists them.
+    static let supportedProtocols: [UploadProtocol] = [.put, .post, .file, .tus, .chunked]
+
     static func transfer(for uploadProtocol: UploadProtocol, http: HTTPClient) throws(TransferFailure) -> any Transfer {
         switch uploadProtocol {
         case .put: return PutTransfer(http: http)
         case .post: return PostTransfer(http: http)
         case .file: return FileTransfer()
-        case .tus, .s3, .chunked:
+        case .chunked: return ChunkedTransfer(http: http)
+        case .tus: return TusTransfer(http: http)
+        case .s3:
             throw .config("the \(uploadProtocol.rawValue) protocol is not built into this uploadd yet; use put, post or file")
         case .auto:
             throw .config("the protocol was not resolved")

@@ -1,0 +1,106 @@
+import COpenSSL
+import Foundation
+
+/// SHA-256 and HMAC-SHA256 from OpenSSL's libcrypto, for AWS Signature Version 4.
+enum Crypto {
+    static let sha256Length = 32
+
+    /// The SHA-256 digest of `bytes`. The corresponding C call is `EVP_Digest`.
+    static func sha256<Bytes: ContiguousBytes>(_ bytes: Bytes) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: sha256Length)
+        var length: UInt32 = 0
+        let ok = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBytes { output in
+                EVP_Digest(
+                    input.baseAddress ?? UnsafeRawPointer(output.baseAddress!), input.count,
+                    output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil)
+            }
+        }
+        precondition(ok == 1 && length == sha256Length, "libcrypto could not compute SHA-256")
+        return digest
+    }
+
+    static func sha256(_ text: String) -> [UInt8] { sha256(Array(text.utf8)) }
+
+    /// The HMAC-SHA256 of `data` under `key`. The corresponding C call is `HMAC`.
+    static func hmacSHA256<Key: ContiguousBytes, Data: ContiguousBytes>(key: Key, data: Data) -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: sha256Length)
+        var length: UInt32 = 0
+        let result = key.withUnsafeBytes { keyBytes in
+            data.withUnsafeBytes { dataBytes in
+                mac.withUnsafeMutableBytes { output in
+                    // An empty buffer has no base address; libcrypto wants a valid pointer even for zero bytes.
+                    let empty: [UInt8] = [0]
+                    return empty.withUnsafeBytes { placeholder in
+                        HMAC(
+                            EVP_sha256(), keyBytes.baseAddress ?? placeholder.baseAddress, Int32(keyBytes.count),
+                            (dataBytes.baseAddress ?? placeholder.baseAddress)?.assumingMemoryBound(to: UInt8.self),
+                            dataBytes.count, output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length)
+                    }
+                }
+            }
+        }
+        precondition(result != nil && length == sha256Length, "libcrypto could not compute HMAC-SHA256")
+        return mac
+    }
+
+    static func hmacSHA256<Key: ContiguousBytes>(key: Key, _ text: String) -> [UInt8] {
+        hmacSHA256(key: key, data: Array(text.utf8))
+    }
+}
+
+/// A running SHA-256 over data fed in pieces, for a file region too big to hold in memory.
+///
+/// Not thread-safe: one owner feeds it and reads the result. The corresponding C calls are
+/// `EVP_DigestInit_ex`, `EVP_DigestUpdate` and `EVP_DigestFinal_ex`.
+final class SHA256Hasher {
+    private let context: OpaquePointer
+
+    init() {
+        guard let context = EVP_MD_CTX_new() else { fatalError("libcrypto could not allocate a digest context") }
+        self.context = context
+        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "libcrypto could not start SHA-256")
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update(_ pointer: UnsafeRawPointer, count: Int) {
+        precondition(EVP_DigestUpdate(context, pointer, count) == 1, "libcrypto could not update SHA-256")
+    }
+
+    /// The digest of everything fed so far; the hasher must not be used after this.
+    func finish() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Crypto.sha256Length)
+        var length: UInt32 = 0
+        precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1, "libcrypto could not finish SHA-256")
+        return digest
+    }
+}
+
+@available(*, unavailable)
+extension SHA256Hasher: Sendable {}
+
+/// Lowercase hexadecimal, as SigV4 writes digests and signatures.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var characters: [UInt8] = []
+        characters.reserveCapacity(64)
+        for byte in bytes {
+            characters.append(digits[Int(byte >> 4)])
+            characters.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: characters, as: UTF8.self)
+    }
+}
+
+/// Standard base64 with padding, as S3's checksum headers carry it.
+enum Base64 {
+    static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+
+    /// The four big-endian bytes of a 32-bit checksum, base64-encoded (`x-amz-checksum-crc32c`).
+    static func encodeBigEndian(_ value: UInt32) -> String {
+        encode([UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)])
+    }
+}

@@ -167,10 +167,12 @@ struct TargetResolverTests {
         #expect(name.url == "file://\(directory.path)/renamed.bin")
     }
 
-    @Test func s3KeepsItsURL() throws {
-        let target = try resolve(Self.job("s3://bucket/prefix/"))
+    @Test func s3ResolvesToTheObjectURL() throws {
+        let environment = ["AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "HOME": "/nonexistent"]
+        let target = try resolve(Self.job("s3://bucket/prefix/"), environment: environment)
         #expect(target.uploadProtocol == .s3)
-        #expect(target.url == "s3://bucket/prefix/")
+        #expect(target.s3?.key == "prefix/a.bin")
+        #expect(target.url == "https://bucket.s3.us-east-1.amazonaws.com/prefix/a.bin")
     }
 
     @Test func unsafeSourceNameIsASourceError() {

@@ -2,13 +2,18 @@
 """Start and stop the real servers the integration tests upload to.
 
     python3 contrib/test/servers.py start [--dir DIR]   # stop leftovers, start all, write DIR/servers.env
-    python3 contrib/test/servers.py stop  [--dir DIR]   # SIGTERM, then SIGKILL after 5 s; exits 0 if none ran
+    python3 contrib/test/servers.py stop  [--dir DIR]   # SIGTERM, then SIGKILL after 5 s (SeaweedFS: at
+                                                        # once); exits 0 if none ran
     python3 contrib/test/servers.py env   [--dir DIR]   # print DIR/servers.env
 
 DIR defaults to <repo>/.build/test-servers. Every server listens on 127.0.0.1 only, on a free port,
 runs in its own process group (its pid and start time in DIR/pids/NAME.pid) and logs to
-DIR/logs/NAME.log. `start` wipes the data the previous run left (DIR/nginx, DIR/receiver, DIR/logs)
-so a test never passes on a stale file.
+DIR/logs/NAME.log. `start` wipes the data the previous run left (DIR/nginx, DIR/receiver, DIR/tus,
+DIR/seaweed, DIR/logs) so a test never passes on a stale file.
+
+The Python servers (tus, S3) run from the virtual environment <repo>/.build/venv, which `start`
+makes with `python3 -m venv` (Debian: python3-venv) and fills from contrib/test/requirements.txt;
+a stamp file in it skips pip while that file is unchanged.
 
 Adding a server is one function in SERVERS: take the directory, `spawn` the process, `wait_for` it to
 answer, and return its servers.env entries.
@@ -16,7 +21,11 @@ answer, and return its servers.env entries.
 
 import argparse
 import base64
+import datetime
 import hashlib
+import hmac
+import http.client
+import json
 import os
 import re
 import shutil
@@ -33,6 +42,11 @@ START_TIMEOUT = 20.0
 STOP_TIMEOUT = 5.0
 AUTH_USER, AUTH_PASSWORD = "uploader", "s3cret-pass"
 DAV_EXT_MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
+VENV = REPO / ".build" / "venv"
+REQUIREMENTS = REPO / "contrib" / "test" / "requirements.txt"
+S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY, S3_REGION = "uploadd-test", "uploadd-test", "uploadd-test-secret", "us-east-1"
+# Killed with SIGKILL straight away: SeaweedFS takes over 10 s to stop on SIGTERM, and start wipes its data.
+KILL_AT_ONCE = {"seaweed"}
 
 
 class ServerError(Exception):
@@ -43,6 +57,83 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+def free_ports(count: int, offset: int) -> list[int]:
+    """count distinct free ports P whose P + offset is free too; every socket stays bound until all are chosen."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        for _ in range(100 * count):
+            if len(ports) == count:
+                break
+            base = socket.socket()
+            held.append(base)
+            base.bind((HOST, 0))
+            port = base.getsockname()[1]
+            if port + offset > 65535:
+                continue
+            pair = socket.socket()
+            held.append(pair)
+            try:
+                pair.bind((HOST, port + offset))
+            except OSError:
+                continue
+            ports.append(port)
+        if len(ports) < count:
+            raise ServerError(f"found no {count} free ports P with P + {offset} free too")
+        return ports
+    finally:
+        for s in held:
+            s.close()
+
+
+def http_request(port: int, method: str, path: str, headers: dict[str, str] | None = None):
+    """One request to 127.0.0.1:port (never through a proxy); (status, headers), or None if it failed."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=2)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        response.read()
+        return response.status, response.headers
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+
+
+def ensure_venv() -> Path:
+    """Make <repo>/.build/venv and pip-install the pinned requirements, unless its stamp says done."""
+    python = VENV / "bin" / "python"
+    base = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    requirements = REQUIREMENTS.read_bytes()
+    stamp_file = VENV / ".uploadd-requirements.sha256"
+    stamp = hashlib.sha256(requirements + b"\0" + base.encode()).hexdigest() + "\n"
+    if python.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
+        return VENV
+    if not python.exists():  # none yet, half made, or its base python is gone
+        print(f"servers.py: creating {VENV} with {base}", file=sys.stderr)
+        made = subprocess.run([base, "-m", "venv", "--clear", str(VENV)], capture_output=True, text=True)
+        if made.returncode != 0:
+            shutil.rmtree(VENV, ignore_errors=True)
+            raise ServerError(f"`{base} -m venv {VENV}` failed (on Debian, install python3-venv: "
+                              f"contrib/scripts/install-deps --test):\n{(made.stdout + made.stderr).strip()}")
+    stamp_file.unlink(missing_ok=True)
+    print(f"servers.py: installing {REQUIREMENTS.relative_to(REPO)} into {VENV}", file=sys.stderr)
+    pip = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                          "--quiet", "-r", str(REQUIREMENTS)], capture_output=True, text=True,
+                         env={**os.environ, "PIP_REQUIRE_VIRTUALENV": "1"})
+    if pip.returncode != 0:
+        output = (pip.stdout + pip.stderr).strip()
+        names = [line.split("==")[0].strip() for line in requirements.decode().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        errors = "\n".join(line for line in output.splitlines() if "ERROR" in line or "error" in line)
+        failed = [n for n in names if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", errors, re.I)]
+        which = ", ".join(failed) if failed else "one of " + ", ".join(names)
+        tail = "\n".join(output.splitlines()[-15:])
+        raise ServerError(f"pip could not install {which} into {VENV} (from {REQUIREMENTS}):\n{tail}")
+    stamp_file.write_text(stamp)
+    return VENV
 
 
 def answers(port: int) -> bool:
@@ -69,10 +160,11 @@ def log_tail(d: Path, name: str, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
-def spawn(d: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+def spawn(d: Path, name: str, argv: list[str], env: dict[str, str] | None = None,
+          cwd: Path | None = None) -> subprocess.Popen:
     """Start argv detached: own session and process group, stdin from /dev/null, output to its log."""
     with open(d / "logs" / f"{name}.log", "ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     (d / "pids" / f"{name}.pid").write_text(f"{proc.pid} {start_time(proc.pid)}\n")
     return proc
@@ -170,7 +262,87 @@ def start_receiver(d: Path) -> dict[str, str]:
     return {"UPLOADD_TEST_RECEIVER_URL": f"http://{HOST}:{match[1]}", "UPLOADD_TEST_RECEIVER_DIR": str(files)}
 
 
-SERVERS = [("nginx", start_nginx), ("receiver", start_receiver)]
+def start_tus(d: Path) -> dict[str, str]:
+    files = d / "tus" / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = spawn(d, "tus", [str(VENV / "bin" / "python"), "-m", "uvicorn", "--app-dir", str(REPO / "contrib" / "test"),
+                            "--host", HOST, "--port", str(port), "tus_app:app"],
+                 env={"UPLOADD_TEST_TUS_DIR": str(files)})
+
+    def ready():
+        answer = http_request(port, "OPTIONS", "/files/", {"Tus-Resumable": "1.0.0"})
+        return answer is not None and answer[1].get("Tus-Version")
+    wait_for(d, "tus", proc, ready)
+    return {"UPLOADD_TEST_TUS_URL": f"http://{HOST}:{port}/files/", "UPLOADD_TEST_TUS_DIR": str(files)}
+
+
+def s3_status(port: int, method: str, path: str, secret: str | None = S3_SECRET_KEY) -> int | None:
+    """Status of a bodiless request to the S3 gateway, SigV4-signed with `secret` (None: unsigned)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    day, stamp = now.strftime("%Y%m%d"), now.strftime("%Y%m%dT%H%M%SZ")
+    payload = hashlib.sha256(b"").hexdigest()
+    headers = {"host": f"{HOST}:{port}", "x-amz-content-sha256": payload, "x-amz-date": stamp}
+    if secret is not None:
+        signed = ";".join(sorted(headers))
+        canonical = "\n".join([method, path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", signed, payload])
+        scope = f"{day}/{S3_REGION}/s3/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        key = ("AWS4" + secret).encode()
+        for part in (day, S3_REGION, "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+        headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={S3_ACCESS_KEY}/{scope}, "
+                                    f"SignedHeaders={signed}, Signature={signature}")
+    answer = http_request(port, method, path, headers)
+    return answer and answer[0]
+
+
+def start_seaweed(d: Path) -> dict[str, str]:
+    data = d / "seaweed"
+    (data / "data").mkdir(parents=True, exist_ok=True)
+    config = data / "s3.json"
+    config.write_text(json.dumps({"identities": [{
+        "name": S3_ACCESS_KEY,
+        "credentials": [{"accessKey": S3_ACCESS_KEY, "secretKey": S3_SECRET_KEY}],
+        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, indent=2) + "\n")
+    # Every listener on 127.0.0.1 and a port of ours. Each gRPC port is its HTTP port + 10000, as weed
+    # assumes: its maintenance worker dials the admin server there whatever -admin.port.grpc says.
+    # No WebDAV, Iceberg or Lance; the admin server (its UI off) cannot be turned off, so it gets ports
+    # too; no telemetry. -bucket creates the bucket once S3 is up.
+    ports = {}
+    for server, port in zip(("master", "volume", "filer", "s3", "admin"), free_ports(5, 10000)):
+        ports[f"{server}.port"], ports[f"{server}.port.grpc"] = port, port + 10000
+    # weed makes unix sockets /tmp/seaweedfs-*-PORT.sock that it leaves behind; stop() removes them.
+    (d / "pids" / "seaweed.ports").write_text(" ".join(map(str, ports.values())) + "\n")
+    argv = [str(VENV / "bin" / "weed"), "mini", f"-dir={data / 'data'}", f"-ip={HOST}", f"-ip.bind={HOST}",
+            *(f"-{flag}={port}" for flag, port in ports.items()),
+            "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false",
+            "-master.telemetry=false", f"-s3.config={config}", f"-bucket={S3_BUCKET}"]
+    # Run in its data directory (weed reads master.toml, filer.toml, security.toml from the current one),
+    # and without the AWS_* and S3_* variables `weed mini` would turn into an extra identity or settings.
+    proc = spawn(d, "seaweed", argv, cwd=data, env={name: "" for name in (
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "S3_BUCKET", "S3_TABLE_BUCKET", "S3_EXTERNAL_URL")})
+    wait_for(d, "seaweed", proc, lambda: s3_status(ports["s3.port"], "HEAD", f"/{S3_BUCKET}") == 200)
+    for secret, request in ((None, "an unsigned request"), ("not-the-secret", "a request signed with a wrong secret")):
+        if (status := s3_status(ports["s3.port"], "HEAD", f"/{S3_BUCKET}", secret)) != 403:
+            raise ServerError(f"SeaweedFS answered {request} with {status}, not 403: it does not check SigV4 "
+                              f"(see {config} and {d}/logs/seaweed.log)")
+    return {"UPLOADD_TEST_S3_ENDPOINT": f"http://{HOST}:{ports['s3.port']}", "UPLOADD_TEST_S3_BUCKET": S3_BUCKET,
+            "UPLOADD_TEST_S3_ACCESS_KEY": S3_ACCESS_KEY, "UPLOADD_TEST_S3_SECRET_KEY": S3_SECRET_KEY,
+            "UPLOADD_TEST_S3_REGION": S3_REGION}
+
+
+SERVERS = [("nginx", start_nginx), ("receiver", start_receiver), ("tus", start_tus), ("seaweed", start_seaweed)]
+
+
+def unix_socket_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+            return True
+        except OSError:
+            return False
 
 
 def group_alive(pgid: int) -> bool:
@@ -186,28 +358,37 @@ def group_alive(pgid: int) -> bool:
 
 
 def stop(d: Path) -> None:
-    groups = []
+    groups, at_once = [], set()
     for pid_file in sorted((d / "pids").glob("*.pid")):
         pid, started = pid_file.read_text().split()
         # A live process with this pid but another start time is not ours: the pid was reused.
         # With the leader gone its group may live on; Linux reuses no pid still in use as a group id.
         if start_time(int(pid)) in (started, None):
             groups.append(int(pid))
+            if pid_file.stem in KILL_AT_ONCE:
+                at_once.add(int(pid))
         pid_file.unlink()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pgid in groups:
             try:
-                os.killpg(pgid, sig)
+                os.killpg(pgid, signal.SIGKILL if pgid in at_once else sig)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + STOP_TIMEOUT
         while (groups := [g for g in groups if group_alive(g)]) and time.monotonic() < deadline:
             time.sleep(0.05)
+    for ports_file in (d / "pids").glob("*.ports"):  # unix sockets a killed server left in /tmp
+        for port in ports_file.read_text().split():
+            for leftover in Path("/tmp").glob(f"seaweedfs-*-{int(port)}.sock"):
+                if leftover.is_socket() and not unix_socket_answers(leftover):
+                    leftover.unlink(missing_ok=True)
+        ports_file.unlink()
 
 
 def start(d: Path) -> None:
+    ensure_venv()
     stop(d)
-    for old in ("nginx", "receiver", "logs", "servers.env"):
+    for old in ("nginx", "receiver", "tus", "seaweed", "logs", "servers.env"):
         shutil.rmtree(d / old) if (d / old).is_dir() else (d / old).unlink(missing_ok=True)
     for sub in ("logs", "pids"):
         (d / sub).mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,21 @@ struct RemoteConfig: Sendable, Equatable {
     var chunkSize: Int64?
     /// A JSON pointer (`/data/url`) to the uploaded file's URL in a post answer.
     var resultURLPointer: String?
+    /// S3: `http(s)://host[:port]` of the service; AWS itself when unset.
+    var endpoint: String?
+    var region: String?
+    var accessKeyID: String?
+    /// S3: a file holding the secret access key, read when the job runs.
+    var secretAccessKeyFile: String?
+    /// S3: a systemd credential holding the secret access key, `$CREDENTIALS_DIRECTORY/NAME`.
+    var secretAccessKeyCredential: String?
+    /// S3: `endpoint/bucket/key` (true) or `bucket.endpoint/key` (false); by default path-style
+    /// for a custom endpoint and virtual-hosted for AWS.
+    var pathStyle: Bool?
+    /// S3: files this large or larger are sent in parts (default 8 MiB).
+    var multipartThreshold: Int64?
+    /// S3: sign each body's SHA-256 (default: over http) or send UNSIGNED-PAYLOAD (default: over https).
+    var signPayload: Bool?
 }
 
 /// The daemon's settings: `[daemon]` and the `[remote NAME]` sections of uploadd.conf.
@@ -139,6 +154,16 @@ struct DaemonConfig: Sendable, Equatable {
             case "chunk_size":
                 do { remote.chunkSize = try ByteSize.parse(entry.value) } catch { throw fail(error.description) }
             case "result_url_pointer": remote.resultURLPointer = entry.value
+            case "endpoint": remote.endpoint = entry.value
+            case "region": remote.region = entry.value
+            case "access_key_id": remote.accessKeyID = entry.value
+            case "secret_access_key_file": remote.secretAccessKeyFile = entry.value
+            case "secret_access_key_credential": remote.secretAccessKeyCredential = entry.value
+            case "path_style", "sign_payload":
+                guard let value = Self.parseBool(entry.value) else { throw fail("\(entry.key) must be true or false") }
+                if entry.key == "path_style" { remote.pathStyle = value } else { remote.signPayload = value }
+            case "multipart_threshold":
+                do { remote.multipartThreshold = try ByteSize.parse(entry.value) } catch { throw fail(error.description) }
             default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [remote \(name)] ignored")
             }
         }

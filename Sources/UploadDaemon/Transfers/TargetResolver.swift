@@ -69,6 +69,10 @@ struct TargetResolver: Sendable {
         case .s3, .remote:
             break
         }
+        target.s3 = try S3Target.resolve(
+            destination: destination, uploadProtocol: uploadProtocol, fileName: fileName, remote: remote,
+            environment: environment)
+        if let s3 = target.s3 { target.url = s3.objectURL }
         return target
     }
 

@@ -54,6 +54,8 @@ struct ResolvedTarget: Sendable, Equatable {
     var rateLimit: Int64?
     /// `auto` for an http destination: an OPTIONS probe decides between tus and put.
     var probeForTus = false
+    /// Bucket, key, endpoint and credentials for the s3 protocol.
+    var s3: S3Target?
 
     /// A request with this target's credentials, CA and timeouts.
     func request(_ method: String, url: String? = nil, headers extra: [KeyValue] = [], body: HTTPBody = .none)
@@ -72,7 +74,7 @@ struct ResolvedTarget: Sendable, Equatable {
 /// Picks the Transfer for a protocol.
 enum TransferFactory {
     /// The protocols this build can upload with, as daemon.hello lists them.
-    static let supportedProtocols: [UploadProtocol] = [.put, .post, .file, .tus, .chunked]
+    static let supportedProtocols: [UploadProtocol] = [.put, .post, .file, .tus, .chunked, .s3]
 
     static func transfer(for uploadProtocol: UploadProtocol, http: HTTPClient) throws(TransferFailure) -> any Transfer {
         switch uploadProtocol {
@@ -81,8 +83,7 @@ enum TransferFactory {
         case .file: return FileTransfer()
         case .chunked: return ChunkedTransfer(http: http)
         case .tus: return TusTransfer(http: http)
-        case .s3:
-            throw .config("the \(uploadProtocol.rawValue) protocol is not built into this uploadd yet; use put, post or file")
+        case .s3: return S3Transfer(http: http)
         case .auto:
             throw .config("the protocol was not resolved")
         }

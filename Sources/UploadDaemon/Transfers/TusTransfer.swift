@@ -27,6 +27,7 @@ struct TusTransfer: Transfer {
             case .some(let serverOffset):
                 upload = (url, expires)
                 offset = serverOffset
+                await context.note("resuming at byte \(serverOffset) of \(total), where the server has it")
                 try await context.commit(offset, .tus(uploadURL: url, expires: expires), false)
             case .none:
                 await context.note("the tus server no longer has the upload (expired or removed); starting a new one")

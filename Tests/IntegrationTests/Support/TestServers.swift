@@ -9,6 +9,11 @@ struct TestServers: Sendable {
     var password: String
     var receiverURL: String
     var receiverDirectory: String
+    /// The tus creation endpoint (tuspyserver) and where it keeps upload data, named by upload ID.
+    var tusURL: String
+    var tusDirectory: String
+    /// SeaweedFS's S3 gateway, when the test command started it.
+    var s3: S3TestServer?
 
     struct Missing: Error, CustomStringConvertible {
         var key: String
@@ -31,10 +36,13 @@ struct TestServers: Sendable {
             guard let value = values[key], !value.isEmpty else { throw Missing(key: key) }
             return value
         }
-        return TestServers(
+        var servers = TestServers(
             nginxURL: try value("UPLOADD_TEST_NGINX_URL"), nginxRoot: try value("UPLOADD_TEST_NGINX_ROOT"),
             user: try value("UPLOADD_TEST_AUTH_USER"), password: try value("UPLOADD_TEST_AUTH_PASSWORD"),
-            receiverURL: try value("UPLOADD_TEST_RECEIVER_URL"), receiverDirectory: try value("UPLOADD_TEST_RECEIVER_DIR"))
+            receiverURL: try value("UPLOADD_TEST_RECEIVER_URL"), receiverDirectory: try value("UPLOADD_TEST_RECEIVER_DIR"),
+            tusURL: try value("UPLOADD_TEST_TUS_URL"), tusDirectory: try value("UPLOADD_TEST_TUS_DIR"))
+        servers.s3 = S3TestServer(values)
+        return servers
     }
 }
 

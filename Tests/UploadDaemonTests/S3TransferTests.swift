@@ -1,0 +1,377 @@
+import Foundation
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+@Suite("S3: part sizing")
+struct S3PartSizingTests {
+    static let mebibyte: Int64 = 1 << 20
+
+    @Test func defaultIs8MiBAndSmallRequestsRiseTo5MiB() {
+        #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: nil) == 8 * Self.mebibyte)
+        #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: Self.mebibyte) == 5 * Self.mebibyte)
+        #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: 16 * Self.mebibyte) == 16 * Self.mebibyte)
+    }
+
+    @Test(arguments: [Int64(100) << 30, Int64(80_000) * (1 << 20) + 1, Int64(1) << 40])
+    func hugeFilesStayWithin10000Parts(fileSize: Int64) {
+        let size = S3PartSizing.partSize(fileSize: fileSize, requested: nil)
+        #expect(S3PartSizing.partCount(fileSize: fileSize, partSize: size) <= 10_000)
+        #expect(size % Self.mebibyte == 0)
+        #expect(size >= 8 * Self.mebibyte)
+        // No bigger than needed: one MiB less would need more than 10,000 parts.
+        #expect(S3PartSizing.partCount(fileSize: fileSize, partSize: size - Self.mebibyte) > 10_000)
+    }
+
+    @Test func exactly10000PartsOfTheRequestedSizeKeepIt() {
+        let fileSize = 10_000 * 5 * Self.mebibyte
+        #expect(S3PartSizing.partSize(fileSize: fileSize, requested: 5 * Self.mebibyte) == 5 * Self.mebibyte)
+        #expect(S3PartSizing.partSize(fileSize: fileSize + 1, requested: 5 * Self.mebibyte) == 6 * Self.mebibyte)
+    }
+
+    @Test func rangesCoverTheFileWithAShortLastPart() {
+        let part = 5 * Self.mebibyte
+        #expect(S3PartSizing.partCount(fileSize: part, partSize: part) == 1)
+        #expect(S3PartSizing.partCount(fileSize: part + 1, partSize: part) == 2)
+        #expect(S3PartSizing.range(ofPart: 2, fileSize: part + 1, partSize: part) == (part, 1))
+        #expect(S3PartSizing.range(ofPart: 1, fileSize: part + 1, partSize: part) == (0, part))
+        let fileSize = 101 * Self.mebibyte + 7
+        let count = S3PartSizing.partCount(fileSize: fileSize, partSize: part)
+        let total = (1...count).reduce(Int64(0)) { $0 + S3PartSizing.range(ofPart: $1, fileSize: fileSize, partSize: part).length }
+        #expect(total == fileSize)
+    }
+}
+
+@Suite("S3: answers (minimal XML)")
+struct S3XMLTests {
+    @Test func uploadIDFromCreateMultipartUpload() {
+        let body = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <InitiateMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2FkIElE&amp;x</UploadId></InitiateMultipartUploadResult>
+            """
+        #expect(S3XML.value("UploadId", in: body) == "VXBsb2FkIElE&x")
+        #expect(S3XML.value("Missing", in: body) == nil)
+    }
+
+    @Test func listPartsPageWithEscapedETagsAndChecksums() {
+        let body = """
+            <ListPartsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+              <PartNumberMarker>0</PartNumberMarker><NextPartNumberMarker>2</NextPartNumberMarker>
+              <MaxParts>2</MaxParts><IsTruncated>true</IsTruncated>
+              <Part><PartNumber>1</PartNumber><ETag>&quot;7778aef83f66abc1fa1e8477f296d394&quot;</ETag>
+                <Size>5242880</Size><ChecksumCRC32C>4waSgw==</ChecksumCRC32C></Part>
+              <Part>
+                <ETag>&#34;aaaa&#34;</ETag><LastModified>2026-11-29T12:28:33Z</LastModified>
+                <PartNumber>2</PartNumber><Size>17</Size>
+              </Part>
+            </ListPartsResult>
+            """
+        let page = S3Answer.partsPage(in: body)
+        #expect(
+            page.parts == [
+                S3Answer.ListedPart(
+                    number: 1, etag: "\"7778aef83f66abc1fa1e8477f296d394\"", size: 5_242_880, checksumCRC32C: "4waSgw=="),
+                S3Answer.ListedPart(number: 2, etag: "\"aaaa\"", size: 17, checksumCRC32C: nil),
+            ])
+        #expect(page.isTruncated)
+        #expect(page.nextPartNumberMarker == 2)
+        let last = S3Answer.partsPage(in: "<ListPartsResult><IsTruncated>false</IsTruncated></ListPartsResult>")
+        #expect(last == S3Answer.PartsPage(parts: [], isTruncated: false, nextPartNumberMarker: nil))
+    }
+
+    @Test func errorDocument() {
+        let body = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match &lt;yours&gt;.</Message><RequestId>1</RequestId></Error>
+            """
+        #expect(
+            S3Answer.error(in: body)
+                == S3Answer.ErrorDocument(
+                    code: "SignatureDoesNotMatch", message: "The request signature we calculated does not match <yours>."))
+        #expect(S3Answer.error(in: "<html><title>502</title></html>") == nil)
+        #expect(S3Answer.error(in: "") == nil)
+    }
+
+    @Test func elementNamesMustMatchWhole() {
+        #expect(S3XML.elements("Part", in: "<PartNumber>3</PartNumber><Part><PartNumber>4</PartNumber></Part>") == ["<PartNumber>4</PartNumber>"])
+        #expect(S3XML.values("Empty", in: "<Empty/><Empty>x</Empty><Empty attr=\"1\">y</Empty>") == ["", "x", "y"])
+    }
+
+    @Test func entitiesRoundTrip() {
+        #expect(S3XML.unescape("a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#34;f&#x22; &bogus; & end") == "a & b <c> \"d\" 'e' \"f\" &bogus; & end")
+        let text = "x&y<z>\"'"
+        #expect(S3XML.unescape(S3XML.escape(text)) == text)
+        #expect(S3XML.escape(text) == "x&amp;y&lt;z&gt;&quot;&apos;")
+    }
+
+    @Test func completeBodyListsEveryPartInOrder() {
+        let body = S3Answer.completeBody([(1, "\"e1\"", "AAAAAA=="), (2, "\"e2\"", nil)])
+        #expect(body.contains("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"))
+        #expect(
+            body.contains(
+                "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag><ChecksumCRC32C>AAAAAA==</ChecksumCRC32C></Part><Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag></Part></CompleteMultipartUpload>"
+            ))
+    }
+}
+
+@Suite("S3: error classification")
+struct S3FailureTests {
+    static let target = S3Target(
+        bucket: "b", key: "k.bin", endpoint: "http://127.0.0.1:1", region: "us-east-1", pathStyle: true,
+        credentials: S3Credentials(accessKeyID: "AK", secretAccessKey: "SK", sessionToken: nil, source: "remote 'r'"),
+        multipartThreshold: 1, signPayload: true)
+
+    func failure(_ status: Int, _ code: String?) -> TransferFailure {
+        S3Failure.make(
+            status: status, error: code.map { S3Answer.ErrorDocument(code: $0, message: "msg") }, body: "", operation: "PutObject",
+            s3: Self.target, method: "PUT", retryAfter: nil)
+    }
+
+    @Test func theMessageCarriesTheServersCodeAndMessage() {
+        let denied = failure(403, "SignatureDoesNotMatch")
+        #expect(denied.error.message.hasPrefix("S3 PUT s3://b/k.bin (PutObject): 403 SignatureDoesNotMatch: msg"))
+        #expect(denied.error.message.contains("remote 'r'"))
+        #expect(denied.error.status == 403)
+        #expect(!denied.retryable)
+    }
+
+    @Test(arguments: [
+        (403, "AccessDenied", false), (400, "InvalidArgument", false), (404, "NoSuchBucket", false),
+        (503, "SlowDown", true), (500, "InternalError", true), (400, "RequestTimeout", true), (400, "BadDigest", true),
+        (200, "InternalError", true), (502, nil, true),
+    ])
+    func retryableOrNot(status: Int, code: String?, retryable: Bool) {
+        #expect(failure(status, code).retryable == retryable)
+    }
+}
+
+@Suite("S3: credentials, first found wins")
+struct S3CredentialsTests {
+    static func remote(_ configure: (inout RemoteConfig) -> Void = { _ in }) -> RemoteConfig {
+        var remote = RemoteConfig(name: "r", uploadProtocol: .s3, url: "s3://b/p/")
+        configure(&remote)
+        return remote
+    }
+
+    @Test func remoteSecretFileBeatsTheEnvironment() throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("secret", "remote-secret\n")
+        let remote = Self.remote {
+            $0.accessKeyID = "REMOTEKEY"
+            $0.secretAccessKeyFile = file
+        }
+        let environment = ["AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret", "HOME": directory.path]
+        let found = try S3CredentialResolver(environment: environment).resolve(remote: remote)
+        #expect(found == S3Credentials(accessKeyID: "REMOTEKEY", secretAccessKey: "remote-secret", sessionToken: nil, source: "remote 'r'"))
+    }
+
+    @Test func remoteSecretFromASystemdCredential() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("s3-secret", "from-credential")
+        let remote = Self.remote {
+            $0.accessKeyID = "K"
+            $0.secretAccessKeyCredential = "s3-secret"
+        }
+        let found = try S3CredentialResolver(environment: ["CREDENTIALS_DIRECTORY": directory.path]).resolve(remote: remote)
+        #expect(found.secretAccessKey == "from-credential")
+        let missing = #expect(throws: TransferFailure.self) { try S3CredentialResolver(environment: [:]).resolve(remote: remote) }
+        #expect(missing?.error.message.contains("LoadCredential=") == true)
+    }
+
+    @Test func theEnvironmentBeatsTheSharedFile() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write(".aws/credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = filesecret\n")
+        let environment = [
+            "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret", "AWS_SESSION_TOKEN": "tok", "HOME": directory.path,
+        ]
+        let found = try S3CredentialResolver(environment: environment).resolve(remote: Self.remote())
+        #expect(found.accessKeyID == "ENVKEY")
+        #expect(found.sessionToken == "tok")
+        let fromFile = try S3CredentialResolver(environment: ["HOME": directory.path]).resolve(remote: Self.remote())
+        #expect(fromFile.accessKeyID == "FILEKEY")
+        #expect(fromFile.secretAccessKey == "filesecret")
+        #expect(fromFile.source == directory.path + "/.aws/credentials [default]")
+    }
+
+    @Test func theSharedFileHonoursAWSProfile() throws {
+        let text = """
+            # comment
+            [default]
+            aws_access_key_id=DEFAULTKEY
+            aws_secret_access_key=defaultsecret
+
+            [profile work]
+            ; another comment
+            AWS_ACCESS_KEY_ID = WORKKEY
+            aws_secret_access_key = work/secret+=
+            aws_session_token = worktoken
+            [other]
+            aws_access_key_id = OTHER
+            """
+        let work = S3CredentialResolver.parseSharedCredentials(text, profile: "work")
+        #expect(work?.accessKeyID == "WORKKEY")
+        #expect(work?.secretAccessKey == "work/secret+=")
+        #expect(work?.sessionToken == "worktoken")
+        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "default")?.accessKeyID == "DEFAULTKEY")
+        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "other") == nil, "no secret")
+        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "absent") == nil)
+
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("creds", text)
+        let found = try S3CredentialResolver(environment: ["AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "work"])
+            .resolve(remote: nil)
+        #expect(found.accessKeyID == "WORKKEY")
+    }
+
+    @Test func nothingFoundSaysWhereItLooked() throws {
+        let directory = try TemporaryDirectory()
+        let failure = #expect(throws: TransferFailure.self) {
+            try S3CredentialResolver(environment: ["HOME": directory.path, "AWS_PROFILE": "p"]).resolve(remote: Self.remote())
+        }
+        let message = failure?.error.message ?? ""
+        #expect(failure?.retryable == false)
+        #expect(failure?.error.code == "config")
+        #expect(message.contains("[remote r]"))
+        #expect(message.contains("AWS_ACCESS_KEY_ID"))
+        #expect(message.contains("[p] in \(directory.path)/.aws/credentials"))
+    }
+
+    @Test func halfConfiguredCredentialsAreErrors() {
+        #expect(throws: TransferFailure.self) {
+            try S3CredentialResolver(environment: ["AWS_ACCESS_KEY_ID": "K"]).resolve(remote: nil)
+        }
+        #expect(throws: TransferFailure.self) {
+            try S3CredentialResolver(environment: [:]).resolve(remote: Self.remote { $0.accessKeyID = "K" })
+        }
+        #expect(throws: TransferFailure.self) {
+            try S3CredentialResolver(environment: [:]).resolve(remote: Self.remote { $0.secretAccessKeyFile = "/x" })
+        }
+    }
+}
+
+@Suite("S3: target resolution")
+struct S3TargetResolutionTests {
+    static let credentials = ["AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "HOME": "/nonexistent"]
+
+    func resolve(
+        _ destination: String, protocol uploadProtocol: UploadProtocol = .auto, config: String = "",
+        environment: [String: String] = Self.credentials
+    ) throws -> ResolvedTarget {
+        let job = Job(
+            id: JobID(1), spec: JobSpec(source: "/data/my file.bin", destination: destination, uploadProtocol: uploadProtocol),
+            createdAt: Date())
+        return try TargetResolver(config: try DaemonConfig.parse(config), environment: environment).resolve(job)
+    }
+
+    @Test(arguments: [
+        ("s3://bucket/prefix/", "prefix/my file.bin"), ("s3://bucket", "my file.bin"), ("s3://bucket/", "my file.bin"),
+        ("s3://bucket/exact/name.bin", "exact/name.bin"),
+    ])
+    func aTrailingSlashOrNoKeyAppendsTheFileName(destination: String, key: String) throws {
+        let target = try resolve(destination)
+        #expect(target.uploadProtocol == .s3)
+        #expect(target.s3?.bucket == "bucket")
+        #expect(target.s3?.key == key)
+    }
+
+    @Test func awsItselfIsVirtualHostedInItsRegion() throws {
+        var environment = Self.credentials
+        environment["AWS_REGION"] = "eu-west-1"
+        let target = try resolve("s3://my-bucket/dir/", environment: environment)
+        let s3 = try #require(target.s3)
+        #expect(s3.region == "eu-west-1")
+        #expect(!s3.pathStyle)
+        #expect(s3.signPayload == false, "https: the payload travels as UNSIGNED-PAYLOAD")
+        #expect(s3.objectURL == "https://my-bucket.s3.eu-west-1.amazonaws.com/dir/my%20file.bin")
+        #expect(target.url == s3.objectURL)
+        #expect(s3.multipartThreshold == 8 << 20)
+    }
+
+    @Test func regionFallsBackToAWSDefaultRegionThenUSEast1() throws {
+        var environment = Self.credentials
+        #expect(try resolve("s3://b/k", environment: environment).s3?.region == "us-east-1")
+        environment["AWS_DEFAULT_REGION"] = "ap-south-1"
+        #expect(try resolve("s3://b/k", environment: environment).s3?.region == "ap-south-1")
+    }
+
+    @Test func aBucketThatIsNotADNSLabelStaysPathStyle() throws {
+        let s3 = try #require(try resolve("s3://my.dotted.bucket/k").s3)
+        #expect(s3.pathStyle)
+        #expect(s3.objectURL == "https://s3.us-east-1.amazonaws.com/my.dotted.bucket/k")
+    }
+
+    @Test func aCustomEndpointFromTheEnvironmentIsPathStyle() throws {
+        var environment = Self.credentials
+        environment["AWS_ENDPOINT_URL"] = "http://127.0.0.1:8333/"
+        let s3 = try #require(try resolve("s3://b/k", environment: environment).s3)
+        #expect(s3.pathStyle)
+        #expect(s3.signPayload, "plain http: the payload hash is signed")
+        #expect(s3.objectURL == "http://127.0.0.1:8333/b/k")
+        #expect(s3.url(key: "k", query: "uploads=") == "http://127.0.0.1:8333/b/k?uploads=")
+    }
+
+    @Test func aRemoteSetsEverything() throws {
+        let directory = try TemporaryDirectory()
+        let secret = try directory.write("secret", "sk")
+        let config = """
+            [remote store]
+            protocol = s3
+            url = s3://media/uploads/
+            endpoint = https://minio.example:443
+            region = eu-central-1
+            access_key_id = AK2
+            secret_access_key_file = \(secret)
+            path_style = false
+            multipart_threshold = 64M
+            sign_payload = yes
+            chunk_size = 16M
+            """
+        let target = try resolve("store:2026/", config: config, environment: ["HOME": directory.path])
+        let s3 = try #require(target.s3)
+        #expect(s3.key == "uploads/2026/my file.bin")
+        #expect(s3.endpoint == "https://minio.example")
+        #expect(s3.region == "eu-central-1")
+        #expect(!s3.pathStyle)
+        #expect(s3.objectURL == "https://media.minio.example/uploads/2026/my%20file.bin")
+        #expect(s3.credentials.accessKeyID == "AK2")
+        #expect(s3.credentials.secretAccessKey == "sk")
+        #expect(s3.multipartThreshold == 64 << 20)
+        #expect(s3.signPayload)
+        #expect(target.chunkSize == 16 << 20)
+    }
+
+    @Test func theRemoteEndpointBeatsTheEnvironment() throws {
+        var environment = Self.credentials
+        environment["AWS_ENDPOINT_URL"] = "http://env:1"
+        let config = "[remote s]\nprotocol = s3\nurl = s3://b/\nendpoint = http://remote:2\n"
+        #expect(try resolve("s:", config: config, environment: environment).s3?.endpoint == "http://remote:2")
+    }
+
+    @Test func mismatchedProtocolsAndMissingCredentialsFailClearly() throws {
+        let wrongProtocol = #expect(throws: TransferFailure.self) { try resolve("s3://b/k", protocol: .put) }
+        #expect(wrongProtocol?.error.message.contains("s3 protocol") == true)
+        let httpWithS3 = #expect(throws: TransferFailure.self) { try resolve("https://h/dir/", protocol: .s3) }
+        #expect(httpWithS3?.error.message.contains("s3://bucket/prefix/") == true)
+        let noCredentials = #expect(throws: TransferFailure.self) { try resolve("s3://b/k", environment: ["HOME": "/nonexistent"]) }
+        #expect(noCredentials?.retryable == false)
+        #expect(noCredentials?.error.message.contains("no S3 credentials") == true)
+        let badEndpoint = #expect(throws: TransferFailure.self) {
+            try resolve("s3://b/k", environment: Self.credentials.merging(["AWS_ENDPOINT_URL": "ftp://x"]) { $1 })
+        }
+        #expect(badEndpoint?.error.code == "config")
+    }
+
+    @Test func otherProtocolsGetNoS3Settings() throws {
+        #expect(try resolve("https://h/dir/", protocol: .put).s3 == nil)
+    }
+
+    @Test func badS3ConfigValuesAreRejected() {
+        #expect(throws: DaemonConfig.LoadError.self) {
+            try DaemonConfig.parse("[remote s]\nurl = s3://b/\npath_style = maybe\n")
+        }
+        #expect(throws: DaemonConfig.LoadError.self) {
+            try DaemonConfig.parse("[remote s]\nurl = s3://b/\nmultipart_threshold = lots\n")
+        }
+    }
+}

@@ -6,11 +6,18 @@
 PREFIX ?= $(HOME)/.local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
+DOCDIR ?= $(PREFIX)/share/doc/uploadd
+# User units: ~/.config/systemd/user for a personal install, /usr/lib/systemd/user for packages.
+ifeq ($(PREFIX),$(HOME)/.local)
+USERUNITDIR ?= $(HOME)/.config/systemd/user
+else
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+endif
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 SERVERS = python3 contrib/test/servers.py
 
-.PHONY: all build release run test test-servers stop-test-servers install clean deps test-deps
+.PHONY: all build release run test test-servers stop-test-servers install uninstall clean deps test-deps
 
 all: build
 
@@ -42,8 +49,19 @@ stop-test-servers:
 	$(SERVERS) stop
 
 install: release
-	install -d $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0755 .build/release/uploadd .build/release/uploadctl $(DESTDIR)$(BINDIR)/
+	for unit in uploadd.service uploadd.socket; do \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' systemd/$$unit > $(DESTDIR)$(USERUNITDIR)/$$unit; \
+		chmod 0644 $(DESTDIR)$(USERUNITDIR)/$$unit; \
+	done
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	@echo "installed; now: systemctl --user daemon-reload && systemctl --user enable --now uploadd.socket"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/uploadd $(DESTDIR)$(BINDIR)/uploadctl
+	rm -f $(DESTDIR)$(USERUNITDIR)/uploadd.service $(DESTDIR)$(USERUNITDIR)/uploadd.socket
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:
 	$(SWIFT) package clean

@@ -84,6 +84,10 @@ final class Daemon: Sendable {
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
 
         let replayStart = Date()
+        var journalInfo = stat()
+        if stat(options.stateDirectory + "/journal", &journalInfo) == 0, journalInfo.st_size > 64 << 20 {
+            notifier.extendTimeout(seconds: 120)  // a big journal: ask systemd for time to replay it
+        }
         let (journal, replay) = try Journal.open(directory: options.stateDirectory)
         if let damage = replay.damage { Log.warning(damage) }
         Log.info(

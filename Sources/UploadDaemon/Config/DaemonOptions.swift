@@ -23,7 +23,8 @@ struct DaemonOptions: Equatable {
         The uploadd daemon: a durable queue of file uploads, driven with uploadctl.
 
         Options:
-          --config FILE      settings ([daemon], [remote NAME]); default $XDG_CONFIG_HOME/uploadd/uploadd.conf
+          --config FILE      settings ([daemon], [remote NAME]); default $CONFIGURATION_DIRECTORY or
+                             $XDG_CONFIG_HOME/uploadd, file uploadd.conf
           --state-dir DIR    where the journal lives; default $STATE_DIRECTORY or $XDG_STATE_HOME/uploadd
           --cache-dir DIR    where snapshots live; default $CACHE_DIRECTORY or $XDG_CACHE_HOME/uploadd
           --socket PATH      control socket; default $UPLOADD_SOCKET or $XDG_RUNTIME_DIR/uploadd/control.sock
@@ -86,7 +87,8 @@ struct DaemonOptions: Equatable {
         }
         let stateDefault = systemdDirectory("STATE_DIRECTORY") ?? xdg("XDG_STATE_HOME", ".local/state") + "/uploadd"
         let cacheDefault = systemdDirectory("CACHE_DIRECTORY") ?? xdg("XDG_CACHE_HOME", ".cache") + "/uploadd"
-        let configDefault = xdg("XDG_CONFIG_HOME", ".config") + "/uploadd/uploadd.conf"
+        let configDefault =
+            (systemdDirectory("CONFIGURATION_DIRECTORY") ?? xdg("XDG_CONFIG_HOME", ".config") + "/uploadd") + "/uploadd.conf"
         return DaemonOptions(
             configPath: absolute(config ?? configDefault), stateDirectory: absolute(state ?? stateDefault),
             cacheDirectory: absolute(cache ?? cacheDefault),

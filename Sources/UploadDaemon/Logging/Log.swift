@@ -59,6 +59,19 @@ enum Log {
     static func info(_ message: @autoclosure () -> String) { write(.info, message) }
     static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
 
+    /// A line about one job: under journald a structured entry with UPLOAD_JOB_ID= and friends,
+    /// elsewhere a plain line.
+    static func job(_ level: LogLevel, _ job: JobLogContext, _ message: @autoclosure () -> String) {
+        let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
+        guard level <= limit else { return }
+        let text = "job \(job.id): \(message())"
+        if journald {
+            JournalFields.send(message: text, level: level, job: job)
+        } else {
+            write(level, { text })
+        }
+    }
+
     private static func write(_ level: LogLevel, _ message: () -> String) {
         let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
         guard level <= limit else { return }

@@ -17,6 +17,7 @@ extension Scheduler {
         }
         if job.resolvedProtocol == nil && !target.probeForTus { job.resolvedProtocol = target.uploadProtocol }
         job.record("attempt \(job.attempts) started (\(target.probeForTus ? "auto" : target.uploadProtocol.rawValue))", at: Date())
+        Log.job(.info, JobLogContext(job), job.history.last?.message ?? "started")
         store.apply(.job(job))
         dependencies.events.publishState(info(for: job))
         dependencies.journal.append([.job(job)])
@@ -96,7 +97,7 @@ extension Scheduler {
         job.record(message, at: Date())
         store.apply(.job(job))
         dependencies.journal.append([.job(job)])
-        Log.notice("job \(id): \(message)")
+        Log.job(.notice, JobLogContext(job), message)
     }
 
     /// An attempt ended: feed its outcome to the job's state machine and find more work.
@@ -138,13 +139,14 @@ extension Scheduler {
     }
 
     private func logOutcome(_ job: Job) {
+        let context = JobLogContext(job)
         switch job.state {
         case .completed:
-            Log.info("job \(job.id) completed: \(job.spec.source) -> \(job.result?.url ?? Redaction.redactURL(job.spec.destination))")
+            Log.job(.info, context, "completed: \(job.spec.source) -> \(job.result?.url ?? Redaction.redactURL(job.spec.destination))")
         case .failed:
-            Log.warning("job \(job.id) failed: \(job.error?.message ?? "unknown error")")
+            Log.job(.warning, context, "failed: \(job.error?.message ?? "unknown error")")
         case .queued:
-            Log.notice("job \(job.id): \(job.history.last?.message ?? "retrying")")
+            Log.job(.notice, context, job.history.last?.message ?? "retrying")
         default:
             break
         }

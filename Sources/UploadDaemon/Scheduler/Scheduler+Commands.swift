@@ -45,7 +45,7 @@ extension Scheduler {
         }
         enqueue(job)
         fillSlots()
-        Log.info("job \(id) added: \(spec.source) -> \(Redaction.redactURL(spec.destination))")
+        Log.job(.info, JobLogContext(job), "added: \(spec.source) -> \(Redaction.redactURL(spec.destination))")
         return info(for: store.jobs[id] ?? job)
     }
 
@@ -93,7 +93,10 @@ extension Scheduler {
         // Every job changes in this one actor turn (transfers stopped, queues updated, memory
         // applied) before the single durable write, so no job can start in between.
         var records: [JournalRecord] = []
-        for (job, effects) in planned { records.append(applyInMemory(effects, for: job)) }
+        for (job, effects) in planned {
+            records.append(applyInMemory(effects, for: job))
+            Log.job(.info, JobLogContext(job), effects.contains(.forget) ? "removed" : job.state.rawValue)
+        }
         fillSlots()
         do {
             try await commitDurably(records, announcing: planned.map(\.0))
@@ -128,7 +131,7 @@ extension Scheduler {
                     let target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
                     let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
                     try await transfer.deleteUploaded(job, target: target)
-                    Log.info("job \(id): deleted \(job.result?.url ?? "the upload") from the server")
+                    Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
                 } catch {
                     let message = (error as? TransferFailure)?.error.message ?? "\(error)"
                     throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(id): delete failed: \(message)")

@@ -40,6 +40,7 @@ actor Scheduler {
     private var retryTimerDeadline: Date?
     private var ticker: Task<Void, Never>?
     private var lastStatusText = ""
+    private var lastStatusAt = ContinuousClock.now - .seconds(10)
     /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
     private var requeuedAtStart: [Job] = []
 
@@ -247,8 +248,11 @@ actor Scheduler {
         if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
         if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
         let text = parts.joined(separator: ", ")
-        guard text != lastStatusText else { return }
+        // Only changes, at most about once a second (idle and finished states always get through).
+        let now = ContinuousClock.now
+        guard text != lastStatusText, running.isEmpty || now - lastStatusAt >= .seconds(1) else { return }
         lastStatusText = text
+        lastStatusAt = now
         dependencies.reportStatus(text)
     }
 

@@ -70,7 +70,9 @@ final class S3Tests {
 
     func waitForAcked(_ id: JobID, atLeast bytes: Int64) throws {
         let reached = try eventually(timeout: 60) { try daemon.job(id).bytesAcked >= bytes }
-        guard reached else { throw TestFailure("job \(id) never got \(bytes) bytes acknowledged: \(try daemon.job(id))") }
+        guard reached else {
+            throw TestFailure("job \(id) never got \(bytes) bytes acknowledged: \(try daemon.job(id))")
+        }
     }
 
     @Test func filesOfEverySizeArriveIntact() throws {
@@ -161,7 +163,8 @@ final class S3Tests {
         let sentAfter = logLines(ids[0], containing: "uploaded S3 part", from: restartOffset).count
         // Only the parts the server did not hold went again: at most the one in flight at the crash
         // had been (partly) sent before.
-        #expect(sentAfter == total - held, "sent \(sentAfter) parts after the restart; the server held \(held) of \(total)")
+        #expect(
+            sentAfter == total - held, "sent \(sentAfter) parts after the restart; the server held \(held) of \(total)")
         #expect(sentAfter <= total - loggedBefore)
         #expect(try s3.uploads(prefix: key(path)).isEmpty)
     }
@@ -210,7 +213,9 @@ final class S3Tests {
             #expect(job.state == .failed)
             #expect(job.attempts == 1, "a 403 is not retried")
             #expect(job.error?.status == 403)
-            #expect(job.error?.message.contains("403 SignatureDoesNotMatch: The request signature we calculated") == true, "\(String(describing: job.error))")
+            #expect(
+                job.error?.message.contains("403 SignatureDoesNotMatch: The request signature we calculated") == true,
+                "\(String(describing: job.error))")
         }
         #expect(Date().timeIntervalSince(started) < 10)
         #expect(wait.stderr.contains("SignatureDoesNotMatch"), "wait names the failure: \(wait)")

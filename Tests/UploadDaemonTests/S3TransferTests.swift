@@ -11,7 +11,8 @@ struct S3PartSizingTests {
     @Test func defaultIs8MiBAndSmallRequestsRiseTo5MiB() {
         #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: nil) == 8 * Self.mebibyte)
         #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: Self.mebibyte) == 5 * Self.mebibyte)
-        #expect(S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: 16 * Self.mebibyte) == 16 * Self.mebibyte)
+        #expect(
+            S3PartSizing.partSize(fileSize: 100 * Self.mebibyte, requested: 16 * Self.mebibyte) == 16 * Self.mebibyte)
     }
 
     @Test(arguments: [Int64(100) << 30, Int64(80_000) * (1 << 20) + 1, Int64(1) << 40])
@@ -38,7 +39,9 @@ struct S3PartSizingTests {
         #expect(S3PartSizing.range(ofPart: 1, fileSize: part + 1, partSize: part) == (0, part))
         let fileSize = 101 * Self.mebibyte + 7
         let count = S3PartSizing.partCount(fileSize: fileSize, partSize: part)
-        let total = (1...count).reduce(Int64(0)) { $0 + S3PartSizing.range(ofPart: $1, fileSize: fileSize, partSize: part).length }
+        let total = (1...count).reduce(Int64(0)) {
+            $0 + S3PartSizing.range(ofPart: $1, fileSize: fileSize, partSize: part).length
+        }
         #expect(total == fileSize)
     }
 }
@@ -71,7 +74,8 @@ struct S3XMLTests {
         #expect(
             page.parts == [
                 S3Answer.ListedPart(
-                    number: 1, etag: "\"7778aef83f66abc1fa1e8477f296d394\"", size: 5_242_880, checksumCRC32C: "4waSgw=="),
+                    number: 1, etag: "\"7778aef83f66abc1fa1e8477f296d394\"", size: 5_242_880, checksumCRC32C: "4waSgw=="
+                ),
                 S3Answer.ListedPart(number: 2, etag: "\"aaaa\"", size: 17, checksumCRC32C: nil),
             ])
         #expect(page.isTruncated)
@@ -88,18 +92,24 @@ struct S3XMLTests {
         #expect(
             S3Answer.error(in: body)
                 == S3Answer.ErrorDocument(
-                    code: "SignatureDoesNotMatch", message: "The request signature we calculated does not match <yours>."))
+                    code: "SignatureDoesNotMatch",
+                    message: "The request signature we calculated does not match <yours>."))
         #expect(S3Answer.error(in: "<html><title>502</title></html>") == nil)
         #expect(S3Answer.error(in: "") == nil)
     }
 
     @Test func elementNamesMustMatchWhole() {
-        #expect(S3XML.elements("Part", in: "<PartNumber>3</PartNumber><Part><PartNumber>4</PartNumber></Part>") == ["<PartNumber>4</PartNumber>"])
+        #expect(
+            S3XML.elements("Part", in: "<PartNumber>3</PartNumber><Part><PartNumber>4</PartNumber></Part>") == [
+                "<PartNumber>4</PartNumber>"
+            ])
         #expect(S3XML.values("Empty", in: "<Empty/><Empty>x</Empty><Empty attr=\"1\">y</Empty>") == ["", "x", "y"])
     }
 
     @Test func entitiesRoundTrip() {
-        #expect(S3XML.unescape("a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#34;f&#x22; &bogus; & end") == "a & b <c> \"d\" 'e' \"f\" &bogus; & end")
+        #expect(
+            S3XML.unescape("a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#34;f&#x22; &bogus; & end")
+                == "a & b <c> \"d\" 'e' \"f\" &bogus; & end")
         let text = "x&y<z>\"'"
         #expect(S3XML.unescape(S3XML.escape(text)) == text)
         #expect(S3XML.escape(text) == "x&amp;y&lt;z&gt;&quot;&apos;")
@@ -124,7 +134,8 @@ struct S3FailureTests {
 
     func failure(_ status: Int, _ code: String?) -> TransferFailure {
         S3Failure.make(
-            status: status, error: code.map { S3Answer.ErrorDocument(code: $0, message: "msg") }, body: "", operation: "PutObject",
+            status: status, error: code.map { S3Answer.ErrorDocument(code: $0, message: "msg") }, body: "",
+            operation: "PutObject",
             s3: Self.target, method: "PUT", retryAfter: nil)
     }
 
@@ -163,7 +174,11 @@ struct S3CredentialsTests {
         }
         let environment = ["AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret", "HOME": directory.path]
         let found = try S3CredentialResolver(environment: environment).resolve(remote: remote)
-        #expect(found == S3Credentials(accessKeyID: "REMOTEKEY", secretAccessKey: "remote-secret", sessionToken: nil, source: "remote 'r'"))
+        #expect(
+            found
+                == S3Credentials(
+                    accessKeyID: "REMOTEKEY", secretAccessKey: "remote-secret", sessionToken: nil, source: "remote 'r'")
+        )
     }
 
     @Test func remoteSecretFromASystemdCredential() throws {
@@ -173,17 +188,22 @@ struct S3CredentialsTests {
             $0.accessKeyID = "K"
             $0.secretAccessKeyCredential = "s3-secret"
         }
-        let found = try S3CredentialResolver(environment: ["CREDENTIALS_DIRECTORY": directory.path]).resolve(remote: remote)
+        let found = try S3CredentialResolver(environment: ["CREDENTIALS_DIRECTORY": directory.path]).resolve(
+            remote: remote)
         #expect(found.secretAccessKey == "from-credential")
-        let missing = #expect(throws: TransferFailure.self) { try S3CredentialResolver(environment: [:]).resolve(remote: remote) }
+        let missing = #expect(throws: TransferFailure.self) {
+            try S3CredentialResolver(environment: [:]).resolve(remote: remote)
+        }
         #expect(missing?.error.message.contains("LoadCredential=") == true)
     }
 
     @Test func theEnvironmentBeatsTheSharedFile() throws {
         let directory = try TemporaryDirectory()
-        try directory.write(".aws/credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = filesecret\n")
+        try directory.write(
+            ".aws/credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = filesecret\n")
         let environment = [
-            "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret", "AWS_SESSION_TOKEN": "tok", "HOME": directory.path,
+            "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret", "AWS_SESSION_TOKEN": "tok",
+            "HOME": directory.path,
         ]
         let found = try S3CredentialResolver(environment: environment).resolve(remote: Self.remote())
         #expect(found.accessKeyID == "ENVKEY")
@@ -227,7 +247,8 @@ struct S3CredentialsTests {
     @Test func nothingFoundSaysWhereItLooked() throws {
         let directory = try TemporaryDirectory()
         let failure = #expect(throws: TransferFailure.self) {
-            try S3CredentialResolver(environment: ["HOME": directory.path, "AWS_PROFILE": "p"]).resolve(remote: Self.remote())
+            try S3CredentialResolver(environment: ["HOME": directory.path, "AWS_PROFILE": "p"]).resolve(
+                remote: Self.remote())
         }
         let message = failure?.error.message ?? ""
         #expect(failure?.retryable == false)
@@ -259,7 +280,8 @@ struct S3TargetResolutionTests {
         environment: [String: String] = Self.credentials
     ) throws -> ResolvedTarget {
         let job = Job(
-            id: JobID(1), spec: JobSpec(source: "/data/my file.bin", destination: destination, uploadProtocol: uploadProtocol),
+            id: JobID(1),
+            spec: JobSpec(source: "/data/my file.bin", destination: destination, uploadProtocol: uploadProtocol),
             createdAt: Date())
         return try TargetResolver(config: try DaemonConfig.parse(config), environment: environment).resolve(job)
     }
@@ -353,7 +375,9 @@ struct S3TargetResolutionTests {
         #expect(wrongProtocol?.error.message.contains("s3 protocol") == true)
         let httpWithS3 = #expect(throws: TransferFailure.self) { try resolve("https://h/dir/", protocol: .s3) }
         #expect(httpWithS3?.error.message.contains("s3://bucket/prefix/") == true)
-        let noCredentials = #expect(throws: TransferFailure.self) { try resolve("s3://b/k", environment: ["HOME": "/nonexistent"]) }
+        let noCredentials = #expect(throws: TransferFailure.self) {
+            try resolve("s3://b/k", environment: ["HOME": "/nonexistent"])
+        }
         #expect(noCredentials?.retryable == false)
         #expect(noCredentials?.error.message.contains("no S3 credentials") == true)
         let badEndpoint = #expect(throws: TransferFailure.self) {

@@ -49,37 +49,6 @@ enum Crypto {
     }
 }
 
-/// A running SHA-256 over data fed in pieces, for a file region too big to hold in memory.
-///
-/// Not thread-safe: one owner feeds it and reads the result. The corresponding C calls are
-/// `EVP_DigestInit_ex`, `EVP_DigestUpdate` and `EVP_DigestFinal_ex`.
-final class SHA256Hasher {
-    private let context: OpaquePointer
-
-    init() {
-        guard let context = EVP_MD_CTX_new() else { fatalError("libcrypto could not allocate a digest context") }
-        self.context = context
-        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "libcrypto could not start SHA-256")
-    }
-
-    deinit { EVP_MD_CTX_free(context) }
-
-    func update(_ pointer: UnsafeRawPointer, count: Int) {
-        precondition(EVP_DigestUpdate(context, pointer, count) == 1, "libcrypto could not update SHA-256")
-    }
-
-    /// The digest of everything fed so far; the hasher must not be used after this.
-    func finish() -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Crypto.sha256Length)
-        var length: UInt32 = 0
-        precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1, "libcrypto could not finish SHA-256")
-        return digest
-    }
-}
-
-@available(*, unavailable)
-extension SHA256Hasher: Sendable {}
-
 /// Lowercase hexadecimal, as SigV4 writes digests and signatures.
 enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)

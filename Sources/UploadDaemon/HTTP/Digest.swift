@@ -16,6 +16,12 @@ final class Digest {
         self.context = context
     }
 
+    /// SHA-256, which libcrypto always has.
+    static func sha256() -> Digest {
+        guard let digest = Digest(algorithm: "sha256") else { fatalError("libcrypto has no SHA-256") }
+        return digest
+    }
+
     deinit { EVP_MD_CTX_free(context) }
 
     func update(_ bytes: UnsafeRawBufferPointer) {

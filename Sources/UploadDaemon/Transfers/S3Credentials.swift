@@ -59,14 +59,16 @@ struct S3CredentialResolver {
         if let name = remote.secretAccessKeyCredential {
             guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
                 throw .config(
-                    "remote '\(remote.name)' names the credential '\(name)', but uploadd was not given credentials (LoadCredential= in the unit)")
+                    "remote '\(remote.name)' names the credential '\(name)', but uploadd was not given credentials (LoadCredential= in the unit)"
+                )
             }
             secret = try readSecret(directory + "/" + name, remote: remote)
         } else if let file = remote.secretAccessKeyFile {
             secret = try readSecret((file as NSString).expandingTildeInPath, remote: remote)
         } else {
             throw .config(
-                "[remote \(remote.name)] has access_key_id but no secret_access_key_file or secret_access_key_credential")
+                "[remote \(remote.name)] has access_key_id but no secret_access_key_file or secret_access_key_credential"
+            )
         }
         guard !secret.isEmpty else { throw .config("the secret access key of remote '\(remote.name)' is empty") }
         return S3Credentials(
@@ -78,16 +80,19 @@ struct S3CredentialResolver {
         let secret = environment["AWS_SECRET_ACCESS_KEY"] ?? ""
         if key.isEmpty && secret.isEmpty { return nil }
         guard !key.isEmpty, !secret.isEmpty else {
-            throw .config("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set in uploadd's environment, or neither")
+            throw .config(
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set in uploadd's environment, or neither")
         }
         let token = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         return S3Credentials(
-            accessKeyID: key, secretAccessKey: secret, sessionToken: token, source: "the environment (AWS_ACCESS_KEY_ID)")
+            accessKeyID: key, secretAccessKey: secret, sessionToken: token,
+            source: "the environment (AWS_ACCESS_KEY_ID)")
     }
 
     private func readSecret(_ path: String, remote: RemoteConfig) throws(TransferFailure) -> String {
         do {
-            return String(decoding: try FileOps.readFile(path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return String(decoding: try FileOps.readFile(path), as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines)
         } catch {
             throw .config("cannot read the secret access key of remote '\(remote.name)': \(error)")
         }

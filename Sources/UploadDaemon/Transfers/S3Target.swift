@@ -60,14 +60,16 @@ extension S3Target {
     ) throws(TransferFailure) -> S3Target? {
         guard case .s3(let bucket, let keyOrPrefix) = destination else {
             if uploadProtocol == .s3 {
-                let via = remote.map { "remote '\($0.name)' has protocol = s3, so its url must be" } ?? "--protocol s3 needs"
+                let via =
+                    remote.map { "remote '\($0.name)' has protocol = s3, so its url must be" } ?? "--protocol s3 needs"
                 throw .config("\(via) an s3://bucket/prefix/ destination")
             }
             return nil
         }
         guard uploadProtocol == .s3 else {
             throw .config(
-                "an s3:// destination uploads with the s3 protocol, not \(uploadProtocol.rawValue); drop --protocol or use --protocol s3")
+                "an s3:// destination uploads with the s3 protocol, not \(uploadProtocol.rawValue); drop --protocol or use --protocol s3"
+            )
         }
         var key = keyOrPrefix
         if key.isEmpty || key.hasSuffix("/") { key += fileName }
@@ -88,7 +90,8 @@ extension S3Target {
         let pathStyle = remote?.pathStyle ?? !virtualHostable
         let credentials = try S3CredentialResolver(environment: environment).resolve(remote: remote)
         return S3Target(
-            bucket: bucket, key: key, endpoint: endpoint, region: region, pathStyle: pathStyle, credentials: credentials,
+            bucket: bucket, key: key, endpoint: endpoint, region: region, pathStyle: pathStyle,
+            credentials: credentials,
             multipartThreshold: remote?.multipartThreshold ?? defaultMultipartThreshold,
             signPayload: remote?.signPayload ?? !endpoint.hasPrefix("https://"))
     }

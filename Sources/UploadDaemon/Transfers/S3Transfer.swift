@@ -47,7 +47,8 @@ struct S3Transfer: Transfer {
 
     private func putObject(_ context: TransferContext, client: S3Client) async throws -> JobResult {
         let source = context.source
-        let sums = try await PartChecksums.compute(source, offset: 0, length: source.size, sha256: client.s3.signPayload)
+        let sums = try await PartChecksums.compute(
+            source, offset: 0, length: source.size, sha256: client.s3.signPayload)
         var headers = client.objectHeaders(fileName: context.target.fileName)
         headers.append(KeyValue(name: "x-amz-checksum-crc32c", value: sums.crc32cBase64))
         let response = try await client.send(
@@ -69,7 +70,8 @@ struct S3Transfer: Transfer {
             "POST", key: s3.key, query: "uploads=", headers: headers, operation: "CreateMultipartUpload")
         guard let uploadID = S3XML.value("UploadId", in: response.bodyText), !uploadID.isEmpty else {
             throw TransferFailure.protocolViolation(
-                "S3 CreateMultipartUpload \(s3.displayName): the answer has no UploadId: \(S3Answer.summary(response.bodyText))")
+                "S3 CreateMultipartUpload \(s3.displayName): the answer has no UploadId: \(S3Answer.summary(response.bodyText))"
+            )
         }
         let checkpoint = Checkpoint.s3(uploadID: uploadID, key: s3.key, partSize: partSize)
         do {
@@ -81,7 +83,8 @@ struct S3Transfer: Transfer {
             await client.abortInBackground(uploadID, key: s3.key)
             throw error
         }
-        Log.info("job \(context.job.id): started S3 multipart upload of \(s3.displayName) in parts of \(partSize) bytes")
+        Log.info(
+            "job \(context.job.id): started S3 multipart upload of \(s3.displayName) in parts of \(partSize) bytes")
         return try await sendParts(context, client: client, uploadID: uploadID, partSize: partSize, done: [:])
     }
 
@@ -106,12 +109,19 @@ struct S3Transfer: Transfer {
             done[part.number] = CompletedPart(number: part.number, etag: part.etag, checksumCRC32C: sums.crc32cBase64)
         }
         Log.info(
-            "job \(context.job.id): resuming the S3 upload of \(s3.displayName): \(done.count) of \(count) parts are on the server")
+            "job \(context.job.id): resuming the S3 upload of \(s3.displayName): \(done.count) of \(count) parts are on the server"
+        )
+        // The server's parts are the truth, whatever the journal said before.
+        let held = done.keys.reduce(Int64(0)) {
+            $0 + S3PartSizing.range(ofPart: $1, fileSize: size, partSize: partSize).length
+        }
+        try await context.commit(held, .s3(uploadID: uploadID, key: s3.key, partSize: partSize), false)
         return try await sendParts(context, client: client, uploadID: uploadID, partSize: partSize, done: done)
     }
 
     private func sendParts(
-        _ context: TransferContext, client: S3Client, uploadID: String, partSize: Int64, done initial: [Int: CompletedPart]
+        _ context: TransferContext, client: S3Client, uploadID: String, partSize: Int64,
+        done initial: [Int: CompletedPart]
     ) async throws -> JobResult {
         let s3 = client.s3
         let source = context.source
@@ -119,8 +129,9 @@ struct S3Transfer: Transfer {
         let count = S3PartSizing.partCount(fileSize: size, partSize: partSize)
         let checkpoint = Checkpoint.s3(uploadID: uploadID, key: s3.key, partSize: partSize)
         var done = initial
-        var acked = done.keys.reduce(Int64(0)) { $0 + S3PartSizing.range(ofPart: $1, fileSize: size, partSize: partSize).length }
-        if !done.isEmpty { try await context.commit(acked, checkpoint, false) }
+        var acked = done.keys.reduce(Int64(0)) {
+            $0 + S3PartSizing.range(ofPart: $1, fileSize: size, partSize: partSize).length
+        }
         let encodedID = SigV4Signer.uriEncode(uploadID, encodeSlash: true)
         for number in 1...count where done[number] == nil {
             try Task.checkCancellation()
@@ -140,7 +151,9 @@ struct S3Transfer: Transfer {
                 throw TransferFailure(
                     JobError(
                         code: "protocol",
-                        message: "S3 UploadPart \(number) of \(s3.displayName): the server stored CRC32C \(echoed), the file has \(sums.crc32cBase64)"),
+                        message:
+                            "S3 UploadPart \(number) of \(s3.displayName): the server stored CRC32C \(echoed), the file has \(sums.crc32cBase64)"
+                    ),
                     retryable: true)
             }
             done[number] = CompletedPart(number: number, etag: etag, checksumCRC32C: sums.crc32cBase64)
@@ -170,7 +183,8 @@ struct S3Transfer: Transfer {
             throw TransferFailure(
                 JobError(
                     code: "http",
-                    message: "S3 CompleteMultipartUpload \(s3.displayName): the server no longer knows the upload; starting over",
+                    message:
+                        "S3 CompleteMultipartUpload \(s3.displayName): the server no longer knows the upload; starting over",
                     status: 404),
                 retryable: true)
         }
@@ -195,14 +209,15 @@ struct PartChecksums: Sendable {
     var crc32cBase64: String { Base64.encodeBigEndian(crc32c) }
     var payloadHash: String { sha256 ?? SigV4Signer.unsignedPayload }
 
-    static func compute(_ source: SourceFile, offset: Int64, length: Int64, sha256: Bool) async throws -> PartChecksums {
+    static func compute(_ source: SourceFile, offset: Int64, length: Int64, sha256: Bool) async throws -> PartChecksums
+    {
         try await Blocking.run {
             var crc: UInt32 = 0
-            let hasher = sha256 ? SHA256Hasher() : nil
+            let hasher = sha256 ? Digest.sha256() : nil
             try source.forEachPiece(offset: offset, length: length) { piece in
                 guard let base = piece.baseAddress else { return }
                 crc = CShims_crc32c(crc, base, piece.count)
-                hasher?.update(base, count: piece.count)
+                hasher?.update(piece)
             }
             return PartChecksums(crc32c: crc, sha256: hasher.map { Hex.encode($0.finish()) })
         }
@@ -217,7 +232,9 @@ struct S3Client: Sendable {
 
     init(http: HTTPClient, target: ResolvedTarget) throws(TransferFailure) {
         guard let s3 = target.s3 else {
-            throw .config("\(Redaction.redactURL(target.url)) is not an S3 destination; use s3://bucket/key or a remote with protocol = s3")
+            throw .config(
+                "\(Redaction.redactURL(target.url)) is not an S3 destination; use s3://bucket/key or a remote with protocol = s3"
+            )
         }
         self.http = http
         self.target = target
@@ -285,7 +302,8 @@ struct S3Client: Sendable {
             guard page.isTruncated else { break }
             let next = page.nextPartNumberMarker ?? page.parts.map(\.number).max() ?? marker
             guard next > marker else {
-                throw TransferFailure.protocolViolation("S3 ListParts \(s3.displayName): the server's listing does not advance")
+                throw TransferFailure.protocolViolation(
+                    "S3 ListParts \(s3.displayName): the server's listing does not advance")
             }
             marker = next
         }
@@ -343,7 +361,8 @@ enum S3Failure {
         case "NoSuchBucket":
             message += " (create the bucket \(s3.bucket) first, or check the endpoint \(s3.endpoint))"
         case "AuthorizationHeaderMalformed", "PermanentRedirect":
-            message += " (the bucket may be in another region than \(s3.region); set region in the remote or AWS_REGION)"
+            message +=
+                " (the bucket may be in another region than \(s3.region); set region in the remote or AWS_REGION)"
         case "RequestTimeTooSkewed":
             message += " (this machine's clock is off; SigV4 signatures are valid for 15 minutes)"
         default:

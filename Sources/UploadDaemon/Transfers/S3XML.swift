@@ -70,7 +70,9 @@ enum S3XML {
                     let scalar = Unicode.Scalar(code)
                 {
                     replacement = String(Character(scalar))
-                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()), let scalar = Unicode.Scalar(code) {
+                } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()),
+                    let scalar = Unicode.Scalar(code)
+                {
                     replacement = String(Character(scalar))
                 }
             }
@@ -145,14 +147,20 @@ enum S3Answer {
 
     static func partsPage(in body: String) -> PartsPage {
         let parts = S3XML.elements("Part", in: body).compactMap { part -> ListedPart? in
-            guard let number = S3XML.value("PartNumber", in: part).flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
+            guard
+                let number = S3XML.value("PartNumber", in: part).flatMap({
+                    Int($0.trimmingCharacters(in: .whitespaces))
+                })
             else { return nil }
             let size = S3XML.value("Size", in: part).flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
             let checksum = S3XML.value("ChecksumCRC32C", in: part).flatMap { $0.isEmpty ? nil : $0 }
-            return ListedPart(number: number, etag: S3XML.value("ETag", in: part) ?? "", size: size, checksumCRC32C: checksum)
+            return ListedPart(
+                number: number, etag: S3XML.value("ETag", in: part) ?? "", size: size, checksumCRC32C: checksum)
         }
         let truncated = S3XML.value("IsTruncated", in: body)?.lowercased() == "true"
-        let marker = S3XML.value("NextPartNumberMarker", in: body).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let marker = S3XML.value("NextPartNumberMarker", in: body).flatMap {
+            Int($0.trimmingCharacters(in: .whitespaces))
+        }
         return PartsPage(parts: parts, isTruncated: truncated, nextPartNumberMarker: marker)
     }
 

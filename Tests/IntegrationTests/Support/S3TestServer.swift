@@ -28,12 +28,14 @@ struct S3TestServer: Sendable {
 
     /// SHA-256 of the stored object, or nil when the server does not have it.
     func sha256(of key: String) throws -> String? {
-        let words = try run("sha256", key).split(separator: " ")
+        let words = try run("sha256", key).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
         return words.first == "200" && words.count == 2 ? String(words[1]) : nil
     }
 
     /// The HTTP status of a HEAD of the object.
-    func status(of key: String) throws -> Int { Int(try run("status", key).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+    func status(of key: String) throws -> Int {
+        Int(try run("status", key).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
 
     /// Multipart uploads in progress whose key starts with `prefix` (ListMultipartUploads).
     func uploads(prefix: String) throws -> [(key: String, uploadID: String)] {

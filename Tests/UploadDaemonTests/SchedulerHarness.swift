@@ -80,7 +80,7 @@ final class SchedulerHarness: Sendable {
         return reached
     }
 
-    /// Waits (up to 5 s) until the fake is inside `upload` for `name`: the job's state turns
+    /// Waits (up to 20 s) until the fake is inside `upload` for `name`: the job's state turns
     /// `running` a moment before its transfer is called.
     func waitUntilUploading(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
         let reached = await eventually { self.fake.snapshot.running.contains(name) }

@@ -45,7 +45,7 @@ final class TemporaryDirectory: Sendable {
 }
 
 /// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
+func eventually(within seconds: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }

@@ -54,6 +54,22 @@ struct SnapshotCacheTests {
         #expect(!FileManager.default.fileExists(atPath: snapshot.path))
     }
 
+    /// Linux refuses copy_file_range between file systems (tmpfs to ext4): the copy must still happen.
+    @Test(.enabled(if: FileManager.default.isWritableFile(atPath: "/dev/shm"), "needs /dev/shm (a tmpfs)"))
+    func aSourceOnAnotherFileSystemIsCopied() throws {
+        let path = "/dev/shm/uploadd-snapshot-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).bin"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(content))
+        defer { unlink(path) }
+        var sourceInfo = stat()
+        var cacheInfo = stat()
+        stat(path, &sourceInfo)
+        stat(cache.directory, &cacheInfo)
+        let snapshot = try cache.snapshot(source: path, id: JobID(6), mode: .copy)
+        #expect(snapshot.kind == .copy || snapshot.kind == .reflink)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
+        if sourceInfo.st_dev == cacheInfo.st_dev { Issue.record("the cache is on the same file system; this proves nothing") }
+    }
+
     @Test func noneUsesTheOriginalWithItsIdentity() throws {
         let path = try source()
         let snapshot = try cache.snapshot(source: path, id: JobID(5), mode: .none)

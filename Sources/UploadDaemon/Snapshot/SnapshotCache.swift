@@ -92,16 +92,15 @@ struct SnapshotCache: Sendable {
         }
     }
 
-    /// copy_file_range in a loop (the kernel copies, no user-space buffer), then fdatasync so the
+    /// FileCopy in a loop (copy_file_range where the kernel can), then fdatasync so the
     /// copy is on disk before the job that relies on it is journaled.
     private func copyContents(from source: Int32, to target: Int32, length: Int64, target path: String) throws {
         var copied: Int64 = 0
-        var sourceOffset: off_t = 0
         while copied < length {
             let chunk = Int(min(length - copied, 1 << 30))
-            let count = try syscall("copy", path: path) { CShims_copy_file_range(source, &sourceOffset, target, chunk) }
+            let count = FileCopy.copyRange(from: source, offset: &copied, to: target, length: chunk)
+            if count < 0 { throw SystemError("copy into", path: path) }
             if count == 0 { break }
-            copied += Int64(count)
         }
         try syscall("fdatasync", path: path) { fdatasync(target) }
     }

@@ -59,7 +59,7 @@ struct FileTransfer: Transfer {
             if canceled.load(ordering: .relaxed) { throw CancellationError() }
             let want = Int(min(Int64(chunk), source.size - offset))
             let before = offset
-            let copied = CShimsCopy.copyRange(from: source.fd, offset: &offset, to: fd, length: want)
+            let copied = FileCopy.copyRange(from: source.fd, offset: &offset, to: fd, length: want)
             if copied < 0 {
                 let error = SystemError("write", path: temp)
                 throw TransferFailure.io(error.description, retryable: error.isNoSpace)

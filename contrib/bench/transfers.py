@@ -1,0 +1,261 @@
+"""Scenarios that move bytes: the physical ceiling (0), PUT (1), many small PUTs (2), tus (3), S3 (4)."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import measure
+from benchenv import BENCH_VENV, log
+from context import MIB, Bench, human_size, row, values
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def throughput(size: int, wall: float) -> float:
+    return size / MIB / wall
+
+
+def ceiling(b: Bench) -> dict:
+    """Loopback TCP with iperf3, and the source file's read speed with dd."""
+    size = b.size["big"]
+    source = b.file("big.bin", size)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = b.registry.add("iperf3", subprocess.Popen(
+        ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True))
+
+    def iperf(i):
+        for _ in range(50):  # the server may still be starting
+            ran = measure.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(b.size["iperf_seconds"]), "-J"])
+            try:
+                received = json.loads(ran.stdout)["end"]["sum_received"]["bits_per_second"]
+                return {"mibps": received / 8 / MIB}
+            except (ValueError, KeyError):  # "unable to connect": not listening yet
+                time.sleep(0.1)
+        raise RuntimeError(f"iperf3 failed: {ran.stdout[-300:]}{ran.stderr[-300:]}")
+
+    def dd(i):
+        ran = measure.run(["dd", f"if={source}", "of=/dev/null", "bs=2M"]).check("dd")
+        return {"mibps": throughput(size, ran.wall)}
+
+    try:
+        raw, failed = b.alternate([("iperf3", iperf), ("dd", dd)])
+    finally:
+        b.registry.stop(server)
+    return {"title": "physical ceiling", "raw": raw, "rows": [
+        row("loopback TCP, iperf3 -t %d" % b.size["iperf_seconds"], "MiB/s", values(raw["iperf3"], "mibps"),
+            subject="iperf3", not_run=failed.get("iperf3")),
+        row(f"read the {human_size(size)} source on tmpfs, dd bs=2M", "MiB/s", values(raw["dd"], "mibps"),
+            subject="dd", not_run=failed.get("dd")),
+    ]}
+
+
+def put_big(b: Bench) -> dict:
+    size = b.size["big"]
+    source = b.file("big.bin", size)
+    url = b.nginx + "/dav/bench/"
+
+    def curl(i):
+        ran = measure.run(["curl", "-sS", "--fail", "-o", "/dev/null", "-T", str(source), f"{url}curl-{i}/"])
+        ran.check("curl -T")
+        b.take_dav(f"curl-{i}/big.bin", size)
+        return {"wall": ran.wall, "mibps": throughput(size, ran.wall), "cpu": ran.cpu, "rss_mib": ran.maxrss_mib}
+
+    def uploadd(snapshot):
+        def one(i):
+            tag = f"ud{snapshot}-{i}"
+            result = b.uploadd_run([str(source), "--to", f"{url}{tag}/", "--protocol", "put", "--snapshot", snapshot])
+            b.take_dav(f"{tag}/big.bin", size)
+            return {**result, "mibps": throughput(size, result["wall"])}
+        return one
+
+    raw, failed = b.alternate([("curl", curl), ("uploadd", uploadd("none")), ("uploadd-copy", uploadd("auto"))])
+    b.memo["put_big"] = (raw, failed)
+    b.drop_file("big.bin")  # tmpfs is memory: keep only what the next scenario needs
+    peer = "curl -T"
+    common = {"peer": peer, "not_run": failed.get("uploadd"), "peer_not_run": failed.get("curl")}
+    return {"title": f"one {human_size(size)} file, PUT to nginx (tmpfs)", "raw": raw, "rows": [
+        row("throughput, add --wait --snapshot none", "MiB/s", values(raw["uploadd"], "mibps"),
+            peer_values=values(raw["curl"], "mibps"), target="≥ 0.95× curl", check=("ratio", ">=", 0.95), **common),
+        row("client CPU (uploadctl + daemon), user+sys", "s", values(raw["uploadd"], "cpu"),
+            peer_values=values(raw["curl"], "cpu"), target="≤ 1.2× curl", check=("ratio", "<=", 1.2), **common),
+        row("throughput, default snapshot (a copy into the cache first)", "MiB/s", values(raw["uploadd-copy"], "mibps"),
+            peer=peer, peer_values=values(raw["curl"], "mibps"), not_run=failed.get("uploadd-copy"),
+            peer_not_run=failed.get("curl")),
+    ]}
+
+
+def put_many(b: Bench) -> dict:
+    files = b.small_files()
+    count, size = len(files), b.size["small_size"]
+    base = b.nginx + "/dav/bench/"
+    rclone_config = b.dir / "rclone.conf"
+    rclone_config.write_text("")
+
+    def check_all(tag):
+        for f in files:
+            b.take_dav(f"{tag}/{f.name}", size)
+
+    def curl(i):
+        listing = b.dir / f"curl-list-{i}"
+        with open(listing, "w") as out:
+            for f in files:
+                out.write(f'upload-file = "{f}"\nurl = "{base}curl-{i}/{f.name}"\noutput = "/dev/null"\n')
+        ran = measure.run(["curl", "-Z", "--parallel-max", "4", "-sS", "--fail", "-K", str(listing)])
+        ran.check("curl -Z")
+        check_all(f"curl-{i}")
+        return {"wall": ran.wall, "files_per_s": count / ran.wall, "cpu": ran.cpu}
+
+    def rclone(i):
+        ran = measure.run(["rclone", "--config", str(rclone_config), "copy", "--transfers", "4",
+                           "--webdav-url", b.nginx + "/dav/", str(files[0].parent), f":webdav:bench/rclone-{i}"])
+        ran.check("rclone copy")
+        check_all(f"rclone-{i}")
+        return {"wall": ran.wall, "files_per_s": count / ran.wall, "cpu": ran.cpu}
+
+    def uploadd(snapshot):
+        def one(i):
+            tag = f"ud{snapshot}-{i}"
+            result = b.uploadd_run([*map(str, files), "--to", f"{base}{tag}/", "--protocol", "put",
+                                    "--snapshot", snapshot], wait_separately=True)
+            check_all(tag)
+            return {**result, "files_per_s": count / result["wall"]}
+        return one
+
+    # rclone's WebDAV pacer keeps calls 10 ms apart (a PUT and a PROPFIND a file: ~30 files/s
+    # whatever --transfers says), so 2,000 files take it over a minute: at most 2 runs of it.
+    contenders = [("curl", curl), ("uploadd", uploadd("none")), ("uploadd-copy", uploadd("auto"))]
+    if shutil.which("rclone"):
+        contenders.insert(2, ("rclone", rclone, 2))
+    raw, failed = b.alternate(contenders)
+    failed.setdefault("rclone", None if shutil.which("rclone") else "rclone is not installed")
+    raw.setdefault("rclone", [])
+    mine = {"not_run": failed.get("uploadd")}
+    return {"title": f"{count:,} files of {human_size(size)}, PUT to nginx, one add then wait", "raw": raw, "rows": [
+        row("files/s, --snapshot none", "files/s", values(raw["uploadd"], "files_per_s"), peer="curl -Z --parallel-max 4",
+            peer_values=values(raw["curl"], "files_per_s"), target="≥ 1.0× parallel curl",
+            check=("ratio", ">=", 1.0), peer_not_run=failed.get("curl"), **mine),
+        row("files/s, --snapshot none", "files/s", values(raw["uploadd"], "files_per_s"),
+            peer="rclone copy --transfers 4", peer_values=values(raw["rclone"], "files_per_s"),
+            target="(informative)", peer_not_run=failed.get("rclone"), **mine),
+        row("client CPU (uploadctl ×2 + daemon)", "s", values(raw["uploadd"], "cpu"), peer="curl -Z --parallel-max 4",
+            peer_values=values(raw["curl"], "cpu"), peer_not_run=failed.get("curl"), **mine),
+        row("files/s, default snapshot (copies)", "files/s", values(raw["uploadd-copy"], "files_per_s"),
+            peer="curl -Z --parallel-max 4", peer_values=values(raw["curl"], "files_per_s"),
+            not_run=failed.get("uploadd-copy"), peer_not_run=failed.get("curl")),
+    ]}
+
+
+def tus(b: Bench) -> dict:
+    size, chunk = b.size["tus_size"], b.size["tus_chunk"]
+    source = b.file("tus.bin", size)
+    url = b.env["UPLOADD_TEST_TUS_URL"]
+    store = b.env["UPLOADD_TEST_TUS_DIR"]
+    pgid = b.server_pgid("tus")
+
+    def server_share(fn):
+        def measured(i):
+            before = measure.group_cpu_seconds(pgid)
+            result = fn(i)
+            result["server_cpu"] = measure.group_cpu_seconds(pgid) - before
+            result["server_share"] = result["server_cpu"] / result["wall"]
+            for entry in os.scandir(store):
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+            return result
+        return measured
+
+    def tuspy(i):
+        ran = measure.run([str(BENCH_VENV / "bin" / "python"), os.path.join(HERE, "tus_peer.py"), url, str(source),
+                           str(chunk)]).check("tuspy")
+        return {"wall": ran.wall, "mibps": throughput(size, ran.wall), "cpu": ran.cpu}
+
+    def uploadd(i):
+        result = b.uploadd_run([str(source), "--to", url, "--protocol", "tus", "--chunk-size", str(chunk),
+                                "--snapshot", "none"])
+        return {**result, "mibps": throughput(size, result["wall"])}
+
+    raw, failed = b.alternate([("tuspy", server_share(tuspy)), ("uploadd", server_share(uploadd))])
+    b.drop_file("tus.bin")
+    common = {"peer": f"tuspy, chunk {human_size(chunk)}", "not_run": failed.get("uploadd"),
+              "peer_not_run": failed.get("tuspy")}
+    return {"title": f"one {human_size(size)} file, tus to tuspyserver, chunks of {human_size(chunk)}", "raw": raw,
+            "rows": [
+        row("throughput", "MiB/s", values(raw["uploadd"], "mibps"), peer_values=values(raw["tuspy"], "mibps"),
+            target="≥ 1.0× tuspy", check=("ratio", ">=", 1.0), **common),
+        row("client CPU", "s", values(raw["uploadd"], "cpu"), peer_values=values(raw["tuspy"], "cpu"), **common),
+        row("server CPU / wall time (1.0 = the server is CPU-bound)", "", values(raw["uploadd"], "server_share"),
+            peer_values=values(raw["tuspy"], "server_share"), **common),
+    ]}
+
+
+def s3(b: Bench) -> dict:
+    size, chunk = b.size["s3_size"], b.size["s3_chunk"]
+    source = b.file("s3.bin", size)
+    e = b.env
+    bucket, endpoint = e["UPLOADD_TEST_S3_BUCKET"], e["UPLOADD_TEST_S3_ENDPOINT"]
+    aws = str(BENCH_VENV / "bin" / "aws")
+    (b.dir / "aws-config").write_text(f"[default]\nregion = {e['UPLOADD_TEST_S3_REGION']}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID=e["UPLOADD_TEST_S3_ACCESS_KEY"], AWS_SECRET_ACCESS_KEY=e["UPLOADD_TEST_S3_SECRET_KEY"],
+               AWS_DEFAULT_REGION=e["UPLOADD_TEST_S3_REGION"], AWS_CONFIG_FILE=str(b.dir / "aws-config"),
+               AWS_SHARED_CREDENTIALS_FILE=str(b.dir / "aws-credentials-none"), AWS_EC2_METADATA_DISABLED="true")
+    pgid = b.server_pgid("seaweed")
+
+    def clean():
+        measure.run([aws, "s3", "rm", f"s3://{bucket}/bench/", "--recursive", "--only-show-errors",
+                     "--endpoint-url", endpoint], env=env)
+
+    def with_server(fn):
+        def measured(i):
+            before = measure.group_cpu_seconds(pgid)
+            result = fn(i)
+            result["server_cpu"] = measure.group_cpu_seconds(pgid) - before
+            clean()
+            return result
+        return measured
+
+    def awscli(i):
+        ran = measure.run([aws, "s3", "cp", str(source), f"s3://{bucket}/bench/aws-{i}/s3.bin", "--only-show-errors",
+                           "--endpoint-url", endpoint], env=env).check("aws s3 cp")
+        return {"wall": ran.wall, "mibps": throughput(size, ran.wall), "cpu": ran.cpu}
+
+    def uploadd(i):
+        result = b.uploadd_run([str(source), "--to", f"benchs3:ud-{i}/", "--chunk-size", str(chunk),
+                                "--snapshot", "none"])
+        return {**result, "mibps": throughput(size, result["wall"])}
+
+    raw, failed = b.alternate([("aws", with_server(awscli)), ("uploadd", with_server(uploadd))])
+    b.drop_file("s3.bin")
+    common = {"peer": "aws s3 cp", "not_run": failed.get("uploadd"), "peer_not_run": failed.get("aws")}
+    return {"title": f"one {human_size(size)} file, S3 multipart to SeaweedFS, parts of {human_size(chunk)}",
+            "raw": raw, "rows": [
+        row("throughput", "MiB/s", values(raw["uploadd"], "mibps"), peer_values=values(raw["aws"], "mibps"),
+            target="≥ 1.0× aws-cli", check=("ratio", ">=", 1.0), **common),
+        row("client CPU", "s", values(raw["uploadd"], "cpu"), peer_values=values(raw["aws"], "cpu"), **common),
+        row("server CPU (SeaweedFS)", "s", values(raw["uploadd"], "server_cpu"),
+            peer_values=values(raw["aws"], "server_cpu"), **common),
+    ]}
+
+
+def huge_upload(b: Bench) -> tuple[dict, dict]:
+    """For scenario 7: uploadd's RSS while it PUTs the `huge` file (4 GiB), sampled every 50 ms."""
+    size = b.size["huge"]
+    source = b.file("huge.bin", size)
+    url = b.nginx + "/dav/bench/"
+
+    def uploadd(i):
+        result = b.uploadd_run([str(source), "--to", f"{url}huge-{i}/", "--protocol", "put", "--snapshot", "none"])
+        b.take_dav(f"huge-{i}/huge.bin", size)
+        return {**result, "mibps": throughput(size, result["wall"])}
+
+    log(f"  uploading a {human_size(size)} file for memory samples")
+    try:
+        return b.alternate([("uploadd", uploadd)])
+    finally:
+        b.drop_file("huge.bin")

@@ -115,13 +115,16 @@ extension Scheduler {
         guard !effects.isEmpty else { return }
         logOutcome(job)
         if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
+        // The next job starts while this one's new state is being synced.
+        store.apply(.job(job))
+        enqueue(job)
+        fillSlots()
         do {
             // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
             try await commit(job, durable: job.state.isTerminal)
         } catch {
             Log.error("job \(id): cannot journal its new state: \(error)")
         }
-        enqueue(job)
     }
 
     /// The attempt could not even start (unknown remote, unsupported protocol): the same rules apply.

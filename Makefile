@@ -41,10 +41,13 @@ run: deps release
 # Unit tests first, on their own: the integration tests block test threads while they wait for
 # real processes, which would starve the unit tests' actors on a 2-core machine.
 UNIT_TESTS = UploadCoreTests|UploadDaemonTests|UploadControlTests
+# Seconds of libFuzzer per target (journal, control requests, config) in every test run.
+FUZZ_SECONDS ?= 20
 
 test: test-deps
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter '$(UNIT_TESTS)'
+	contrib/scripts/fuzz -t $(FUZZ_SECONDS)
 	$(SERVERS) start
 	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter IntegrationTests; status=$$?; $(SERVERS) stop; exit $$status
 

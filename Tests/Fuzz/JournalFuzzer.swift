@@ -1,0 +1,18 @@
+// libFuzzer entry point: the journal record decoder must never crash on any file content.
+// Built by contrib/scripts/fuzz together with UploadCore's sources.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func journalFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // With and without a valid header in front, so the fuzzer reaches the record framing at once.
+    for candidate in [bytes, JournalFormat.header() + bytes] {
+        guard let contents = try? JournalFormat.decode(candidate) else { continue }
+        precondition(contents.validLength <= candidate.count, "valid length past the end")
+        var state = JournalState()
+        for record in contents.records { state.apply(record) }
+        // Whatever decoded must encode and decode to the same records.
+        let again = try? JournalFormat.decode(JournalFormat.header() + JournalFormat.encode(contents.records))
+        precondition(again?.records == contents.records, "records do not survive a round trip")
+    }
+    return 0
+}

@@ -109,7 +109,7 @@ final class Daemon: Sendable {
         let ownsSocketFile: Bool
         if options.socketPath == nil, let inherited = try SocketActivation.inheritedControlSocket() {
             listenFD = inherited
-            socketPath = DaemonOptions.defaultSocketPath(environment: environment)
+            socketPath = ControlSocket.path(of: inherited) ?? DaemonOptions.defaultSocketPath(environment: environment)
             ownsSocketFile = false
             Log.info("serving on the socket systemd passed")
         } else {
@@ -143,9 +143,9 @@ final class Daemon: Sendable {
     /// Runs until SIGTERM or SIGINT; SIGHUP reloads the config.
     func serveUntilStopped() async {
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
+        // The journal is replayed and the socket listens: ready, then let the queue run.
+        notifier.ready(status: await scheduler.takeStatusText())
         await scheduler.start()
-        let counts = await scheduler.stateCounts()
-        notifier.ready(status: "\(counts[.running] ?? 0) uploading, \(counts[.queued] ?? 0) queued")
         Log.notice("uploadd \(UploaddVersion.string) ready (pid \(getpid()))")
         let watchdog = startWatchdog()
         for await signal in signals.stream {
@@ -173,11 +173,17 @@ final class Daemon: Sendable {
     /// Re-reads the config file and applies it; the old config stays when the new one is broken.
     func reload() async throws {
         notifier.reloading()
-        defer { notifier.notify("READY=1") }
-        let config = try DaemonConfig.load(path: options.configPath)
+        let config: DaemonConfig
+        do {
+            config = try DaemonConfig.load(path: options.configPath)
+        } catch {
+            notifier.ready(status: await scheduler.takeStatusText())
+            throw error
+        }
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
         configWarnings.replace(config.warnings)
         await scheduler.reload(config)
+        notifier.ready(status: await scheduler.takeStatusText())
         Log.notice("config reloaded from \(options.configPath)")
     }
 

@@ -241,13 +241,25 @@ actor Scheduler {
         reportStatusIfChanged()
     }
 
-    func reportStatusIfChanged() {
+    /// The short status line: "2 uploading, 5 queued, 38.2 MB/s".
+    func statusText() -> String {
         let counts = stateCounts()
         let speed = running.values.reduce(0) { $0 + $1.meter.speed }
         var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
         if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
         if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
-        let text = parts.joined(separator: ", ")
+        return parts.joined(separator: ", ")
+    }
+
+    /// The status line for a READY=1 message; it counts as sent, so it is not repeated.
+    func takeStatusText() -> String {
+        lastStatusText = statusText()
+        lastStatusAt = ContinuousClock.now
+        return lastStatusText
+    }
+
+    func reportStatusIfChanged() {
+        let text = statusText()
         // Only changes, at most about once a second (idle and finished states always get through).
         let now = ContinuousClock.now
         guard text != lastStatusText, running.isEmpty || now - lastStatusAt >= .seconds(1) else { return }

@@ -36,6 +36,9 @@ static inline CURLcode CCurl_easy_setopt_header_function(CURL *handle, curl_writ
 static inline CURLcode CCurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback fn) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, fn);
 }
+static inline CURLcode CCurl_easy_setopt_sockopt_function(CURL *handle, curl_sockopt_callback fn) {
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, fn);
+}
 static inline CURLcode CCurl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback fn) {
     return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, fn);
 }

@@ -2,6 +2,7 @@
 #include "CShims.h"
 
 #include <linux/fs.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,4 +27,10 @@ int CShims_reflink(int dest_fd, int source_fd) {
 
 ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd, size_t length) {
     return copy_file_range(source_fd, source_offset, dest_fd, NULL, length, 0);
+}
+
+int CShims_unsent_bytes(int fd) {
+    int pending = 0;
+    if (ioctl(fd, SIOCOUTQ, &pending) != 0) return -1;
+    return pending;
 }

@@ -1,4 +1,5 @@
 import CCurl
+import CShims
 import Foundation
 import Synchronization
 import UploadCore
@@ -21,6 +22,15 @@ final class CurlRequest {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private(set) var responseHeaders: [KeyValue] = []
     private(set) var responseBody: [UInt8] = []
+    /// Whether the last answer's head ended with its blank line: libcurl reports success for a
+    /// connection closed in the middle of the headers.
+    private(set) var headersComplete = false
+    /// Stall detection: the bytes moved so far and when that last changed (monotonic seconds).
+    private var lastProgressBytes: Int64 = -1
+    private var lastProgressAt: Double = 0
+    private(set) var stalled = false
+    /// The socket of a connection opened for this request (see `curlSocketOpened`).
+    fileprivate var connectionSocket: Int32 = -1
 
     init(_ request: HTTPRequest, meter: ProgressMeter?) throws(TransferFailure) {
         guard let handle = curl_easy_init() else { throw .network("libcurl could not create a handle") }
@@ -45,9 +55,10 @@ final class CurlRequest {
         if let readError = readers.lazy.compactMap(\.readError).first {
             return .source(readError.description)
         }
+        if stalled { return .stalled(seconds: request.stallTimeout) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return text.contains("Operation too slow") ? .stalled(seconds: request.stallTimeout) : .timeout("\(target): \(text)")
+            return .timeout("\(target): \(text)")
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             return .config("\(target): \(text)")
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
@@ -68,6 +79,39 @@ final class CurlRequest {
 
     func response() -> HTTPResponse { HTTPResponse(status: status, headers: responseHeaders, body: responseBody) }
 
+    /// The failure of a transfer libcurl called a success, when its answer was cut short.
+    var incompleteAnswer: TransferFailure? {
+        guard !headersComplete else { return nil }
+        return .network("\(request.method) \(Redaction.redactURL(request.url)): the connection closed before the answer's headers ended")
+    }
+
+    /// Called about once a second and on every transfer step: true aborts the transfer, when it
+    /// was canceled or no byte moved either way for `stallTimeout` seconds.
+    ///
+    /// Bytes count as moved when the peer acknowledged them, not when libcurl handed them to the
+    /// kernel: a slow link drains the socket's send buffer slowly but steadily, and is not a stall.
+    fileprivate func shouldAbort(handedOver: Int64) -> Bool {
+        if isCanceled.load(ordering: .relaxed) { return true }
+        // libcurl's CURLINFO_ACTIVESOCKET is -1 in the middle of a multi transfer, so the socket
+        // comes from the sockopt callback (a reused connection has none: then what libcurl
+        // handed over is all we know).
+        let unsent = connectionSocket >= 0 ? Int64(max(CShims_unsent_bytes(connectionSocket), 0)) : 0
+        let movedBytes = handedOver - unsent
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        if movedBytes != lastProgressBytes {
+            lastProgressBytes = movedBytes
+            lastProgressAt = seconds
+            return false
+        }
+        if seconds - lastProgressAt >= Double(request.stallTimeout) {
+            stalled = true
+            return true
+        }
+        return false
+    }
+
     // MARK: Callbacks' entry points
 
     fileprivate func appendBody(_ pointer: UnsafeRawPointer, _ count: Int) {
@@ -78,6 +122,11 @@ final class CurlRequest {
     fileprivate func appendHeaderLine(_ line: String) {
         if line.hasPrefix("HTTP/") {
             responseHeaders.removeAll()  // a new response (after 100 Continue or a redirect)
+            headersComplete = false
+            return
+        }
+        if line == "\r\n" || line == "\n" {
+            headersComplete = true
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
@@ -100,8 +149,6 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
-        _ = CCurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = CCurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, request.stallTimeout)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 2 << 20)
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
@@ -112,6 +159,8 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
         _ = CCurl_easy_setopt_xferinfo_function(handle, curlProgress)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, opaqueSelf)
+        _ = CCurl_easy_setopt_sockopt_function(handle, curlSocketOpened)
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_SOCKOPTDATA, opaqueSelf)
         if let rate = request.maxSendRate {
             _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
@@ -226,7 +275,16 @@ private let curlHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, 
 }
 
 private let curlProgress: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
-    userdata, _, _, _, _ in
+    userdata, _, downloaded, _, uploaded in
     guard let userdata else { return 0 }
-    return Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().isCanceled.load(ordering: .relaxed) ? 1 : 0
+    let request = Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue()
+    return request.shouldAbort(handedOver: Int64(downloaded) + Int64(uploaded)) ? 1 : 0
+}
+
+private let curlSocketOpened: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = {
+    userdata, socket, purpose in
+    if let userdata, purpose == CURLSOCKTYPE_IPCXN {
+        Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().connectionSocket = socket
+    }
+    return 0  // CURL_SOCKOPT_OK
 }

@@ -115,7 +115,7 @@ final class HTTPClient: Sendable {
                 active[ObjectIdentifier(request)] = nil
                 if request.isCanceled.load(ordering: .relaxed) {
                     finish(request, with: .failure(CancellationError()))
-                } else if let failure = request.failure(for: code) {
+                } else if let failure = request.failure(for: code) ?? request.incompleteAnswer {
                     finish(request, with: .failure(failure))
                 } else {
                     finish(request, with: .success(request.response()))

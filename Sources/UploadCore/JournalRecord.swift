@@ -143,6 +143,37 @@ public enum JournalFormat {
         return JournalContents(records: records, validLength: offset, damage: nil)
     }
 
+    /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
+    /// a journal after damage). Replay stops at the damage, but IDs seen past it must never be
+    /// handed out again.
+    public static func highestJobID(scanning bytes: ArraySlice<UInt8>) -> UInt64? {
+        var highest: UInt64?
+        let decoder = JSONDecoder()
+        var offset = bytes.startIndex
+        while offset + frameOverhead <= bytes.endIndex {
+            let length = Int(readUInt32(Array(bytes[offset..<offset + 4]), at: 0))
+            let end = offset + 9 + length
+            if length <= maxPayloadSize, end <= bytes.endIndex {
+                let crc = readUInt32(Array(bytes[(offset + 4)..<(offset + 8)]), at: 0)
+                let actual = bytes[(offset + 8)..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
+                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], Data(bytes[(offset + 9)..<end]), decoder: decoder) {
+                    let id: UInt64?
+                    switch record {
+                    case .job(let job): id = job.id.rawValue
+                    case .progress(let progress): id = progress.id.rawValue
+                    case .removed(let removed): id = removed.rawValue
+                    case .nextID(let next): id = next > 0 ? next - 1 : nil
+                    }
+                    if let id { highest = max(highest ?? 0, id) }
+                    offset = end
+                    continue
+                }
+            }
+            offset += 1
+        }
+        return highest
+    }
+
     private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
@@ -173,7 +204,8 @@ public enum JournalFormatError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notAJournal: return "the file is not an uploadd journal"
+        case .notAJournal:
+            return "the file is not an uploadd journal (its header is wrong); move it away to start with an empty queue"
         case .newerVersion(let version):
             return "the journal has format version \(version), newer than this uploadd understands"
                 + " (\(JournalFormat.version)); run the newer uploadd, or move the file away to start empty"

@@ -66,7 +66,15 @@ final class Journal: Sendable {
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
             throw JournalOpenError(message: "\(path) is not a regular file; move it away and start again")
         }
-        let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        let fd: Int32
+        do {
+            fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        } catch {
+            let denied = error.errno == EACCES || error.errno == EPERM
+            guard denied else { throw error }
+            throw JournalOpenError(
+                message: "\(error); make it readable and writable by you (chmod 600 \(path)), or move it away to start with an empty queue")
+        }
         do {
             let bytes = try FileOps.readFile(path)
             let contents: JournalContents
@@ -97,6 +105,18 @@ final class Journal: Sendable {
             try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
             var replayed = JournalState()
             for record in contents.records { replayed.apply(record) }
+            if let found = contents.damage, let highest = JournalFormat.highestJobID(scanning: bytes[found.offset...]) {
+                // Jobs past the damage are lost, but their IDs must stay used: record the next ID.
+                replayed.apply(.nextID(highest + 1))
+                var record: [UInt8] = []
+                JournalFormat.append(.nextID(replayed.nextID), to: &record)
+                try record.withUnsafeBytes { buffer in
+                    _ = try syscall("write", path: path) { pwrite(fd, buffer.baseAddress, buffer.count, off_t(validLength)) }
+                }
+                validLength += record.count
+                try syscall("fsync", path: path) { fsync(fd) }
+                try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
+            }
             let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.records.count)
             journal.startWriter()
             return (journal, Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage))

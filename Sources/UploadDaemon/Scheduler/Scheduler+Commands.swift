@@ -150,33 +150,69 @@ extension Scheduler {
     }
 
     /// Acts on a transition's effects in memory, at once, and returns the record to journal.
-    private func applyInMemory(_ effects: JobEffects, for job: Job) -> JournalRecord {
+    private func applyInMemory(_ effects: JobEffects, for planned: Job) -> JournalRecord {
+        var job = planned
         if effects.contains(.stopTransfer) { running[job.id]?.task.cancel() }
-        if effects.contains(.discardServerUpload) { discardPartialUpload(of: job) }
         if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
-        if effects.contains(.forget) { return forgetInMemory(job) }
+        let holdsServerUpload = job.checkpoint != nil || running[job.id] != nil
+        if effects.contains(.discardServerUpload) && holdsServerUpload {
+            // The server holds a partial upload: the job stays (canceled, with its checkpoint) in the
+            // journal until the server has dropped it, so a crash in between retries the discard.
+            let forget = effects.contains(.forget)
+            if forget, !job.state.isTerminal { _ = try? job.apply(.cancel, at: Date()) }
+            if forget { job.record("removing: the server drops the partial upload first", at: Date()) }
+            discardPartialUpload(of: job, thenForget: forget)
+        } else if effects.contains(.forget) {
+            return forgetInMemory(job)
+        }
         if job.state == .queued { enqueue(job) } else { unqueue(job) }
         store.apply(.job(job))
         return .job(job)
     }
 
-    /// Tells the server to drop what it holds of an unfinished upload, in the background.
-    private func discardPartialUpload(of job: Job) {
+    /// Tells the server to drop what it holds of an unfinished upload, in the background, retrying
+    /// a few times; on success the job's checkpoint is cleared (or the job forgotten). A discard that
+    /// never succeeded is tried again at the next start.
+    func discardPartialUpload(of job: Job, thenForget forget: Bool) {
         let attempt = running[job.id]
         let environment = dependencies.environment
         let config = config
         let http = dependencies.http
         let makeTransfer = dependencies.makeTransfer
-        Task {
+        Task { [weak self] in
             if let task = attempt?.task { await task.value }
-            do {
-                let target = try TargetResolver(config: config, environment: environment).resolve(job)
-                guard !target.probeForTus else { return }  // it never got far enough to hold anything
-                let transfer = try makeTransfer(target.uploadProtocol, http)
-                try await transfer.discardPartialUpload(job, target: target)
-            } catch {
-                Log.warning("job \(job.id): could not discard the partial upload on the server: \(error)")
+            // The attempt may have journaled a newer checkpoint (a tus URL, an UploadId) as it stopped.
+            let latest = await self?.store.jobs[job.id] ?? job
+            for delay in [0, 1, 4, 15, 60] {
+                if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
+                do {
+                    let target = try TargetResolver(config: config, environment: environment).resolve(latest)
+                    if !target.probeForTus {
+                        try await makeTransfer(target.uploadProtocol, http).discardPartialUpload(latest, target: target)
+                    }
+                    await self?.partialUploadDiscarded(job.id, forget: forget)
+                    return
+                } catch {
+                    Log.job(.warning, JobLogContext(latest), "could not discard the partial upload on the server: \(error)")
+                }
             }
+        }
+    }
+
+    private func partialUploadDiscarded(_ id: JobID, forget: Bool) async {
+        guard var job = store.jobs[id] else { return }
+        let record: JournalRecord
+        if forget {
+            record = forgetInMemory(job)
+        } else {
+            job.checkpoint = nil
+            store.apply(.job(job))
+            record = .job(job)
+        }
+        do {
+            try await commitDurably([record], announcing: forget ? [] : [job])
+        } catch {
+            Log.error("job \(id): cannot journal that the partial upload is gone: \(error)")
         }
     }
 

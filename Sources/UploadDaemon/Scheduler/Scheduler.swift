@@ -72,6 +72,11 @@ actor Scheduler {
         requeuedAtStart = []
         dependencies.snapshots.removeOrphans(keeping: Set(store.jobs.values.compactMap { $0.snapshot?.isCached == true ? $0.snapshot?.path : nil }))
         compactIfWorthwhile()
+        // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
+        // the discard went through): try again.
+        for job in store.jobs.values where job.state == .canceled && job.checkpoint != nil {
+            discardPartialUpload(of: job, thenForget: false)
+        }
         armRetryTimer()
         fillSlots()
     }

@@ -77,6 +77,7 @@ final class Daemon: Sendable {
     static func start(options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier) throws -> Daemon {
         signal(SIGPIPE, SIG_IGN)
         umask(0o077)
+        raiseFileLimit()
         try FileOps.makeDirectory(options.stateDirectory)
         try FileOps.makeDirectory(options.cacheDirectory)
         let lock = try StateLock.acquire(directory: options.stateDirectory)
@@ -211,4 +212,15 @@ final class Daemon: Sendable {
 private final class DaemonReference: @unchecked Sendable {
     // Invariant: set once in Daemon.start before the server starts; read-only afterwards.
     var daemon: Daemon?
+}
+
+/// Many clients at once need many descriptors: raise the soft limit to the hard one, as systemd
+/// recommends for services (the 1024 soft default exists only for select()).
+private func raiseFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+        Log.warning("cannot raise the open files limit: \(SystemError("setrlimit"))")
+    }
 }

@@ -6,12 +6,16 @@ import UploadCore
 /// One client of the control socket: reads request lines, hands them to the handler, writes
 /// answers and notifications back.
 ///
-/// Threading: every method runs on the server's serial queue. A client that sends more than
-/// `maxInFlight` requests without reading answers stops being read (back-pressure); one whose
-/// unread output passes `maxOutput` (a subscriber that never reads) is disconnected, so no client
-/// can make the daemon's memory grow without bound.
+/// Threading: every method runs on the server's serial queue.
+///
+/// Back-pressure keeps every client's cost bounded: a client with more than `maxInFlight` requests
+/// or `maxInFlightBytes` of request lines being worked on, or with more than `outputHighWater`
+/// bytes of answers it has not read, is not read from until that drains. A client whose unread
+/// output still passes `maxOutput` (a subscriber that never reads its events) is disconnected.
 final class ControlConnection {
     static let maxInFlight = 256
+    static let maxInFlightBytes = 1 << 20
+    static let outputHighWater = 1 << 20
     static let maxOutput = 16 << 20
 
     let fd: Int32
@@ -24,6 +28,10 @@ final class ControlConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var inFlight = 0
+    private var inFlightBytes = 0
+    /// Sizes of the requests being worked on, oldest first (answers may come back in any order,
+    /// so this is an estimate that is exact once all are done).
+    private var inFlightSizes: [Int] = []
     private var readEnded = false
     private var closeAfterFlush = false
     private(set) var isClosed = false
@@ -47,12 +55,24 @@ final class ControlConnection {
     /// A request finished: its answer (if any) goes out, and reading resumes if it was held back.
     func requestFinished(answer: [UInt8]?) {
         inFlight -= 1
+        if !inFlightSizes.isEmpty { inFlightBytes -= inFlightSizes.removeFirst() }
         if let answer { send(answer) }
-        if readSuspended && inFlight < Self.maxInFlight / 2 && !isClosed {
-            readSuspended = false
-            readSource.resume()
-        }
+        resumeReadingIfDrained()
         closeIfDone()
+    }
+
+    private var mustWait: Bool {
+        inFlight >= Self.maxInFlight || inFlightBytes >= Self.maxInFlightBytes
+            || output.count - outputOffset >= Self.outputHighWater
+    }
+
+    private func resumeReadingIfDrained() {
+        guard readSuspended, !readEnded, !isClosed else { return }
+        guard inFlight < Self.maxInFlight / 2, inFlightBytes < Self.maxInFlightBytes / 2,
+            output.count - outputOffset < Self.outputHighWater / 2
+        else { return }
+        readSuspended = false
+        readSource.resume()
     }
 
     /// Queues bytes for the client; disconnects it when it stopped reading long ago.
@@ -108,6 +128,8 @@ final class ControlConnection {
                 case .line(let line):
                     if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
                     inFlight += 1
+                    inFlightBytes += line.count
+                    inFlightSizes.append(line.count)
                     onRequest(self, line)
                 case .tooLong:
                     let error = RPCError.invalidRequest(
@@ -116,7 +138,7 @@ final class ControlConnection {
                     return
                 }
             }
-            if inFlight >= Self.maxInFlight {
+            if mustWait {
                 readSource.suspend()
                 readSuspended = true
             }
@@ -141,6 +163,7 @@ final class ControlConnection {
         }
         output.removeAll(keepingCapacity: output.count < 1 << 20)
         outputOffset = 0
+        resumeReadingIfDrained()
         if let writeSource, writeSourceActive {
             writeSource.suspend()
             writeSourceActive = false

@@ -26,12 +26,23 @@ struct ControlHandler: Sendable {
         switch value {
         case .array(let items):
             guard !items.isEmpty else { return Self.encode(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) }
+            // Up to 64 requests of a batch at once: enough for adds to share journal syncs, few
+            // enough that a batch of 10,000 does not hold 10,000 tasks and their answers at once.
             let answers = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
-                for (index, item) in items.enumerated() {
+                var answers = [RPCResponse?](repeating: nil, count: items.count)
+                var next = 0
+                func startNext() {
+                    guard next < items.count else { return }
+                    let index = next
+                    let item = items[index]
+                    next += 1
                     group.addTask { (index, await handleOne(item, client: client)) }
                 }
-                var answers = [RPCResponse?](repeating: nil, count: items.count)
-                for await (index, answer) in group { answers[index] = answer }
+                for _ in 0..<min(64, items.count) { startNext() }
+                while let (index, answer) = await group.next() {
+                    answers[index] = answer
+                    startNext()
+                }
                 return answers.compactMap { $0 }
             }
             return answers.isEmpty ? nil : Self.encode(answers)

@@ -13,6 +13,7 @@ final class ControlServer: @unchecked Sendable {
     private let handler: ControlHandler
     private var acceptSource: DispatchSourceRead?
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
+    private var acceptPaused = false
 
     init(listenFD: Int32, handler: ControlHandler) {
         self.listenFD = listenFD
@@ -31,6 +32,8 @@ final class ControlServer: @unchecked Sendable {
     /// Stops accepting and closes every client.
     func stop() {
         queue.sync {
+            if acceptPaused { acceptSource?.resume() }
+            acceptPaused = false
             acceptSource?.cancel()
             acceptSource = nil
             for connection in Array(connections.values) { connection.shutDown() }
@@ -42,6 +45,10 @@ final class ControlServer: @unchecked Sendable {
             let fd = CShims_accept_nonblocking(listenFD)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE {
+                    pauseAccepting(because: SystemError("accept"))
+                    return
+                }
                 if errno != EAGAIN && errno != EWOULDBLOCK { Log.warning("control socket: \(SystemError("accept"))") }
                 return
             }
@@ -64,6 +71,20 @@ final class ControlServer: @unchecked Sendable {
                     handler.connectionClosed(ObjectIdentifier(connection))
                 })
             connections[ObjectIdentifier(connection)] = connection
+        }
+    }
+
+    /// Out of descriptors: the listening socket stays readable, so accepting again at once would
+    /// spin. Wait a moment (clients finish and free descriptors), saying so once.
+    private func pauseAccepting(because error: SystemError) {
+        guard let acceptSource, !acceptPaused else { return }
+        acceptPaused = true
+        acceptSource.suspend()
+        Log.warning("control socket: \(error); \(connections.count) clients connected; not accepting for a moment")
+        queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [weak self] in
+            guard let self, self.acceptPaused else { return }
+            self.acceptPaused = false
+            self.acceptSource?.resume()
         }
     }
 

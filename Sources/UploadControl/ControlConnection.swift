@@ -149,6 +149,11 @@ final class ControlConnection {
             do {
                 offset += try sent.get()
             } catch {
+                // The daemon may have said why before it closed (another user is refused): read it.
+                let goodbye = try? readMessage(until: .now + .milliseconds(300))
+                if case .replies(let replies)? = goodbye, case .failure(let refusal)? = replies.first?.outcome {
+                    throw .connectionLost(socketPath: socketPath, reason: refusal.message)
+                }
                 throw .connectionLost(socketPath: socketPath, reason: error.message)
             }
         }

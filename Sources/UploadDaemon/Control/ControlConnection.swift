@@ -32,6 +32,9 @@ final class ControlConnection {
     /// Sizes of the requests being worked on, oldest first (answers may come back in any order,
     /// so this is an estimate that is exact once all are done).
     private var inFlightSizes: [Int] = []
+    /// Complete lines read but not yet handed on, because the client already has enough in flight.
+    private var waitingLines: [[UInt8]] = []
+    private var waitingHead = 0
     private var readEnded = false
     private var closeAfterFlush = false
     private(set) var isClosed = false
@@ -66,7 +69,25 @@ final class ControlConnection {
             || output.count - outputOffset >= Self.outputHighWater
     }
 
+    /// Hands waiting lines on while the client's budget allows.
+    private func dispatchWaitingLines() {
+        while waitingHead < waitingLines.count && !mustWait && !isClosed {
+            let line = waitingLines[waitingHead]
+            waitingHead += 1
+            inFlight += 1
+            inFlightBytes += line.count
+            inFlightSizes.append(line.count)
+            onRequest(self, line)
+        }
+        if waitingHead == waitingLines.count {
+            waitingLines.removeAll(keepingCapacity: false)
+            waitingHead = 0
+        }
+    }
+
     private func resumeReadingIfDrained() {
+        dispatchWaitingLines()
+        guard waitingLines.isEmpty else { return }
         guard readSuspended, !readEnded, !isClosed else { return }
         guard inFlight < Self.maxInFlight / 2, inFlightBytes < Self.maxInFlightBytes / 2,
             output.count - outputOffset < Self.outputHighWater / 2
@@ -127,10 +148,7 @@ final class ControlConnection {
                 switch item {
                 case .line(let line):
                     if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
-                    inFlight += 1
-                    inFlightBytes += line.count
-                    inFlightSizes.append(line.count)
-                    onRequest(self, line)
+                    waitingLines.append(line)
                 case .tooLong:
                     let error = RPCError.invalidRequest(
                         "a request line is longer than \(ControlProtocol.maxLineLength) bytes; closing the connection")
@@ -138,7 +156,8 @@ final class ControlConnection {
                     return
                 }
             }
-            if mustWait {
+            dispatchWaitingLines()
+            if mustWait || !waitingLines.isEmpty {
                 readSource.suspend()
                 readSuspended = true
             }
@@ -184,7 +203,7 @@ final class ControlConnection {
     }
 
     private func closeIfDone() {
-        guard !isClosed, output.count == outputOffset, inFlight == 0 else { return }
+        guard !isClosed, output.count == outputOffset, inFlight == 0, waitingLines.isEmpty else { return }
         if readEnded || closeAfterFlush { shutDown() }
     }
 }

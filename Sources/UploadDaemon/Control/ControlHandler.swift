@@ -45,7 +45,15 @@ struct ControlHandler: Sendable {
                 }
                 return answers.compactMap { $0 }
             }
-            return answers.isEmpty ? nil : Self.encode(answers)
+            guard !answers.isEmpty else { return nil }
+            // One answer at a time into the array's bytes: no second copy of the whole batch.
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            for (index, answer) in answers.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes += Self.encode(answer).dropLast()
+            }
+            bytes += [UInt8(ascii: "]"), UInt8(ascii: "\n")]
+            return bytes
         default:
             return await handleOne(value, client: client).map { Self.encode($0) }
         }
@@ -108,6 +116,7 @@ struct ControlHandler: Sendable {
             return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
         case .get:
             let selection = try JobSelection.decode(from: params)
+            guard !selection.namedIDs.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
             if let id = selection.id, selection.ids == nil { return try encodeResult(try await scheduler.get(id)) }
             var jobs: [JobInfo] = []
             for id in selection.namedIDs { jobs.append(try await scheduler.get(id)) }

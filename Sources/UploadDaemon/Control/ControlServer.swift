@@ -14,6 +14,8 @@ final class ControlServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
     private var acceptPaused = false
+    /// Said once per shortage of descriptors, not at every retry.
+    private var reportedDescriptorShortage = false
 
     init(listenFD: Int32, handler: ControlHandler) {
         self.listenFD = listenFD
@@ -63,6 +65,7 @@ final class ControlServer: @unchecked Sendable {
                 close(fd)
                 continue
             }
+            reportedDescriptorShortage = false
             let connection = ControlConnection(
                 fd: fd, queue: queue,
                 onRequest: { [unowned self] connection, line in dispatch(line, from: connection) },
@@ -80,7 +83,10 @@ final class ControlServer: @unchecked Sendable {
         guard let acceptSource, !acceptPaused else { return }
         acceptPaused = true
         acceptSource.suspend()
-        Log.warning("control socket: \(error); \(connections.count) clients connected; not accepting for a moment")
+        if !reportedDescriptorShortage {
+            reportedDescriptorShortage = true
+            Log.warning("control socket: \(error); \(connections.count) clients connected; accepting more as they leave")
+        }
         queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [weak self] in
             guard let self, self.acceptPaused else { return }
             self.acceptPaused = false

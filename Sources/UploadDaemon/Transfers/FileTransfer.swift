@@ -39,13 +39,13 @@ struct FileTransfer: Transfer {
         _ source: SourceFile, to destination: String, jobID: JobID, meter: ProgressMeter, canceled: borrowing Atomic<Bool>
     ) throws {
         let directory = (destination as NSString).deletingLastPathComponent
-        let name = (destination as NSString).lastPathComponent
         do {
             try FileOps.makeDirectory(directory, mode: 0o755)
         } catch {
             throw TransferFailure.io("\(error)")
         }
-        let temp = "\(directory)/.\(name).uploadd-\(jobID).part"
+        // Short, whatever the name's length (names may use all 255 bytes NAME_MAX allows).
+        let temp = "\(directory)/.uploadd-\(jobID).part"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw TransferFailure.io(SystemError("create", path: temp).description) }
         var renamed = false

@@ -61,10 +61,12 @@ struct TargetResolver: Sendable {
         case .file(let path):
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            // Built with URL(fileURLWithPath:) so that `%`, `?` and `#` in names are encoded and
+            // read back as the same bytes.
             if path.hasSuffix("/") || (exists && isDirectory.boolValue) {
-                target.url = "file://" + (path.hasSuffix("/") ? path : path + "/") + fileName
+                target.url = URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(fileName).absoluteString
             } else {
-                target.url = "file://" + path
+                target.url = URL(fileURLWithPath: path).absoluteString
             }
         case .s3, .remote:
             break

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// The outcome of running a program.
 struct CommandResult: Sendable, CustomStringConvertible {
@@ -33,7 +34,8 @@ enum Command {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning {
-            process.terminate()
+            // SIGKILL: children of a test thread inherit its blocked signals, so SIGTERM may never land.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         return CommandResult(

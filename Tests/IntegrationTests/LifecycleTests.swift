@@ -61,9 +61,10 @@ final class LifecycleTests {
         #expect(try daemon.ctl(["resume", "\(ids[0])"]).status == 1, "a canceled job cannot be resumed")
     }
 
-    /// Starts a long upload that holds the only transfer slot, so jobs added next stay queued.
+    /// Starts a long upload (120 MiB at 40 MiB/s) that holds the only transfer slot, so jobs added
+    /// next stay queued long enough to be paused.
     private func occupyTheSlot(_ name: String) throws -> JobID {
-        let id = try daemon.add([try bigFile(name)], to: "\(servers.nginxURL)/dav/blockers/")[0]
+        let id = try daemon.add([try bigFile(name, size: 120 << 20)], to: "\(servers.nginxURL)/dav/blockers/")[0]
         _ = try daemon.waitFor(id, state: .running, timeout: 10)
         return id
     }
@@ -76,13 +77,14 @@ final class LifecycleTests {
         #expect(FileManager.default.fileExists(atPath: daemon.cacheDirectory + "/snapshots/\(ids[0])"))
         let blocker = try occupyTheSlot("clear-blocker.bin")
         let keep = try daemon.add([try bigFile("clear-b.bin", size: 1000)], to: "\(servers.nginxURL)/dav/clear/")
-        #expect(try daemon.job(keep[0]).state == .queued)
+        #expect(try daemon.ctl(["pause", "\(keep[0])"]).status == 0, "still queued behind the blocker")
         let clear = try daemon.ctl(["clear"])
         #expect(clear.status == 0, "\(clear)")
         #expect(try daemon.ctl(["show", "\(ids[0])"]).status == 1, "the failed job is gone")
         #expect(!FileManager.default.fileExists(atPath: daemon.cacheDirectory + "/snapshots/\(ids[0])"))
         #expect(try daemon.ctl(["show", "\(keep[0])"]).status == 0, "unfinished jobs stay")
         #expect(try daemon.ctl(["show", "\(blocker)"]).status == 0, "the running job stays")
+        #expect(try daemon.ctl(["resume", "\(keep[0])"]).status == 0)
         #expect(try daemon.ctl(["wait", "\(keep[0])", "\(blocker)", "--timeout", "60"]).status == 0)
     }
 
@@ -91,8 +93,10 @@ final class LifecycleTests {
         let path = try bigFile("ephemeral.bin", size: 1 << 20)
         let hash = try Command.sha256(path)
         let ids = try daemon.add([path], to: "\(servers.nginxURL)/dav/snapshot/")
-        #expect(try daemon.job(ids[0]).state == .queued)
+        // Paused behind the blocker, so the original goes before the upload can start.
+        #expect(try daemon.ctl(["pause", "\(ids[0])"]).status == 0, "still queued behind the blocker")
         try FileManager.default.removeItem(atPath: path)
+        #expect(try daemon.ctl(["resume", "\(ids[0])"]).status == 0)
         let job = try daemon.waitFor(ids[0])
         #expect(job.state == .completed, "\(String(describing: job.error))")
         #expect(try Command.sha256("\(servers.nginxRoot)/dav/snapshot/ephemeral.bin") == hash)
@@ -102,8 +106,9 @@ final class LifecycleTests {
         _ = try occupyTheSlot("nosnap-blocker.bin")
         let path = try bigFile("changing.bin", size: 1 << 20)
         let ids = try daemon.add([path], to: "\(servers.nginxURL)/dav/nosnap/", ["--snapshot", "none"])
-        #expect(try daemon.job(ids[0]).state == .queued)
+        #expect(try daemon.ctl(["pause", "\(ids[0])"]).status == 0, "still queued behind the blocker")
         try makeRandomFile(at: path, size: 2 << 20)
+        #expect(try daemon.ctl(["resume", "\(ids[0])"]).status == 0)
         let job = try daemon.waitFor(ids[0])
         #expect(job.state == .failed)
         #expect(job.error?.code == "source")

@@ -11,10 +11,19 @@ fi
 # Private /tmp, /run, HOME and systemd's state: booting on the shared /tmp wipes it. unshare made
 # the mounts private, so none of this reaches the host; the tmpfs on /var/lib/systemd (linger, random
 # seed, timers), /var/tmp (PrivateTmp=) and /var/log/journal keeps the boot from writing the host's disk.
+# The repository (its binaries and test files) may itself live under one of those (a clone in
+# /tmp or /root): hold it open, and bind it back to the same path on top of the new tmpfs.
+repository=$(cd "$(dirname "$0")/../.." && pwd)
+exec 9<"$repository"
 for d in /tmp /run /root /var/tmp /var/lib/systemd /var/log/journal; do
     [ -d "$d" ] || continue
     mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
+if [ ! -e "$repository/Package.swift" ]; then
+    mkdir -p "$repository"
+    mount --bind /proc/self/fd/9 "$repository"
+fi
+exec 9<&-
 mkdir -p /var/lib/systemd/linger
 chmod 1777 /tmp /var/tmp
 chmod 0700 /root

@@ -208,19 +208,8 @@ struct TLSTestServer: Sendable {
     var wrongNameURL: String
 
     static func load() throws -> TLSTestServer {
-        var values = ProcessInfo.processInfo.environment
-        let file = TestPaths.repository.appendingPathComponent(".build/test-servers/servers.env")
-        if let text = try? String(contentsOf: file, encoding: .utf8) {
-            for line in text.split(separator: "\n") {
-                guard let equals = line.firstIndex(of: "=") else { continue }
-                let key = String(line[..<equals])
-                if values[key] == nil { values[key] = String(line[line.index(after: equals)...]) }
-            }
-        }
-        func value(_ key: String) throws -> String {
-            guard let value = values[key], !value.isEmpty else { throw TestServers.Missing(key: key) }
-            return value
-        }
+        let values = TestServers.environment()
+        func value(_ key: String) throws -> String { try TestServers.value(key, in: values) }
         return TLSTestServer(
             url: try value("UPLOADD_TEST_TLS_URL"), root: try value("UPLOADD_TEST_TLS_ROOT"),
             caFile: try value("UPLOADD_TEST_TLS_CA"), wrongNameURL: try value("UPLOADD_TEST_TLS_WRONG_NAME_URL"))

@@ -22,7 +22,8 @@ struct TestServers: Sendable {
         }
     }
 
-    static func load() throws -> TestServers {
+    /// The environment, with what servers.env says for the keys it does not set.
+    static func environment() -> [String: String] {
         var values = ProcessInfo.processInfo.environment
         let file = TestPaths.repository.appendingPathComponent(".build/test-servers/servers.env")
         if let text = try? String(contentsOf: file, encoding: .utf8) {
@@ -32,10 +33,18 @@ struct TestServers: Sendable {
                 if values[key] == nil { values[key] = String(line[line.index(after: equals)...]) }
             }
         }
-        func value(_ key: String) throws -> String {
-            guard let value = values[key], !value.isEmpty else { throw Missing(key: key) }
-            return value
-        }
+        return values
+    }
+
+    /// The value of `key`, or an error saying how to start the servers.
+    static func value(_ key: String, in values: [String: String]) throws -> String {
+        guard let value = values[key], !value.isEmpty else { throw Missing(key: key) }
+        return value
+    }
+
+    static func load() throws -> TestServers {
+        let values = environment()
+        func value(_ key: String) throws -> String { try Self.value(key, in: values) }
         var servers = TestServers(
             nginxURL: try value("UPLOADD_TEST_NGINX_URL"), nginxRoot: try value("UPLOADD_TEST_NGINX_ROOT"),
             user: try value("UPLOADD_TEST_AUTH_USER"), password: try value("UPLOADD_TEST_AUTH_PASSWORD"),

@@ -21,7 +21,8 @@ for d in /tmp /run /root /var/tmp /var/lib/systemd /var/log/journal; do
 done
 if [ ! -e "$repository/Package.swift" ]; then
     mkdir -p "$repository"
-    mount --bind /proc/self/fd/9 "$repository"
+    # --no-canonicalize: resolving the fd link would name the path the tmpfs now hides.
+    mount --no-canonicalize --bind /proc/self/fd/9 "$repository"
 fi
 exec 9<&-
 mkdir -p /var/lib/systemd/linger

@@ -114,14 +114,18 @@ extension Scheduler {
         let effects = job.finishAttempt(outcome, madeProgress: madeProgress, policy: config.retry, at: Date())
         guard !effects.isEmpty else { return }
         logOutcome(job)
-        if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
         // The next job starts while this one's new state is being synced.
         store.apply(.job(job))
         enqueue(job)
         fillSlots()
         do {
             // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
-            try await commit(job, durable: job.state.isTerminal)
+            // Only once that is on disk may the cached copy go: before the sync, a crash would bring
+            // the job back without its bytes.
+            let snapshots = dependencies.snapshots
+            try await commit(job, durable: job.state.isTerminal) {
+                if effects.contains(.deleteCachedFile) { snapshots.discard(job.snapshot) }
+            }
         } catch {
             Log.error("job \(id): cannot journal its new state: \(error)")
         }

@@ -103,6 +103,7 @@ extension Scheduler {
         } catch {
             throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
         }
+        for (job, effects) in planned where effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
         return planned.map { info(for: $0.0) }
     }
 
@@ -115,6 +116,7 @@ extension Scheduler {
         } catch {
             throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
         }
+        for job in finished { dependencies.snapshots.discard(job.snapshot) }
         return finished.map { info(for: $0) }
     }
 
@@ -138,6 +140,7 @@ extension Scheduler {
                 }
                 do {
                     try await commitDurably([applyInMemory([.deleteCachedFile, .forget], for: job)], announcing: [job])
+                    dependencies.snapshots.discard(job.snapshot)
                 } catch {
                     throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
                 }
@@ -153,7 +156,7 @@ extension Scheduler {
     private func applyInMemory(_ effects: JobEffects, for planned: Job) -> JournalRecord {
         var job = planned
         if effects.contains(.stopTransfer) { running[job.id]?.task.cancel() }
-        if effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
+        // (The cached file is deleted by the caller once this change is durable.)
         let holdsServerUpload = job.checkpoint != nil || running[job.id] != nil
         if effects.contains(.discardServerUpload) && holdsServerUpload {
             // The server holds a partial upload: the job stays (canceled, with its checkpoint) in the

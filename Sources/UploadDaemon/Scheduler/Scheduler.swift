@@ -105,7 +105,7 @@ actor Scheduler {
 
     /// Applies a job's new state and journals it. `durable` waits for the disk before the state is
     /// announced to subscribers.
-    func commit(_ job: Job, durable: Bool) async throws {
+    func commit(_ job: Job, durable: Bool, beforeAnnouncing: () -> Void = {}) async throws {
         store.apply(.job(job))
         compactIfWorthwhile()
         if durable {
@@ -113,6 +113,7 @@ actor Scheduler {
         } else {
             dependencies.journal.append([.job(job)])
         }
+        beforeAnnouncing()
         // Subscribers hear of a change only once it is on disk (for durable changes).
         dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
     }

@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import Synchronization
 import Testing
 import UploadCore
 
@@ -396,6 +398,266 @@ struct S3TargetResolutionTests {
         }
         #expect(throws: DaemonConfig.LoadError.self) {
             try DaemonConfig.parse("[remote s]\nurl = s3://b/\nmultipart_threshold = lots\n")
+        }
+    }
+}
+
+@Suite("S3: parts in flight at once", .timeLimit(.minutes(1)))
+struct S3PartWindowTests {
+    static let part: Int64 = 5 << 20
+    /// Five full parts and a short sixth.
+    static let size = 5 * part + (1 << 20)
+    static let total = size
+
+    let directory: TemporaryDirectory
+    let source: SourceFile
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        let path = directory.path + "/big.bin"
+        // Sparse: the parts are read for their checksums, but no bytes are written.
+        let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        #expect(fd >= 0 && ftruncate(fd, off_t(Self.size)) == 0)
+        close(fd)
+        let snapshot = SourceSnapshot(
+            kind: .copy, path: path, size: Self.size, device: 0, inode: 0, modificationTimeNanoseconds: 0)
+        source = try SourceFile(snapshot: snapshot, displayPath: path)
+    }
+
+    func upload(
+        _ server: ScriptedS3, _ commits: CommitLog, rateLimit: Int64? = nil, checkpoint: Checkpoint? = nil
+    ) -> Task<JobResult, any Error> {
+        let s3 = S3Target(
+            bucket: "b", key: "big.bin", endpoint: "http://127.0.0.1:1", region: "us-east-1", pathStyle: true,
+            credentials: S3Credentials(accessKeyID: "AK", secretAccessKey: "SK", sessionToken: nil, source: "test"),
+            multipartThreshold: 1, signPayload: false)
+        var job = Job(
+            id: JobID(7), spec: JobSpec(source: source.displayPath, destination: "s3://b/big.bin", uploadProtocol: .s3),
+            createdAt: Date())
+        job.checkpoint = checkpoint
+        let context = TransferContext(
+            job: job,
+            target: ResolvedTarget(
+                uploadProtocol: .s3, url: s3.objectURL, fileName: "big.bin", chunkSize: Self.part, rateLimit: rateLimit,
+                s3: s3),
+            source: source, meter: ProgressMeter(),
+            commit: { acked, _, durable in commits.append(acked, durable: durable) })
+        return Task { try await S3Transfer(http: server).upload(context) }
+    }
+
+    @Test func partsGoUpFourAtOnceAndOnlyFinishedPartsCountAsAcknowledged() async throws {
+        try #require(S3Transfer.partsInFlight == 4, "the script below assumes four parts in flight")
+        let server = ScriptedS3()
+        let commits = CommitLog()
+        let upload = upload(server, commits)
+        defer { upload.cancel() }
+        try #require(await eventually { server.waitingParts == [1, 2, 3, 4] })
+        #expect(commits.entries == [.init(acked: 0, durable: true)], "only the UploadId, before any part")
+
+        // Parts finish out of order; each answer acknowledges exactly the parts done so far, and
+        // frees a place for the next part.
+        let script: [(answer: Int, acked: Int64, inFlight: Set<Int>)] = [
+            (3, Self.part, [1, 2, 4, 5]),
+            (1, 2 * Self.part, [2, 4, 5, 6]),
+            (6, 2 * Self.part + (1 << 20), [2, 4, 5]),
+            (5, 3 * Self.part + (1 << 20), [2, 4]),
+            (4, 4 * Self.part + (1 << 20), [2]),
+        ]
+        for (index, step) in script.enumerated() {
+            try #require(server.answer(step.answer), "part \(step.answer) was in flight")
+            #expect(await eventually { commits.entries.count == index + 2 })
+            #expect(commits.entries.last == .init(acked: step.acked, durable: false), "after part \(step.answer)")
+            #expect(await eventually { server.waitingParts == step.inFlight }, "after part \(step.answer)")
+        }
+        #expect(server.completedParts == nil, "not completed while part 2 is in flight")
+        try #require(server.answer(2))
+        _ = try await upload.value
+        #expect(commits.entries.last == .init(acked: Self.total, durable: false))
+        #expect(server.completedParts == [1, 2, 3, 4, 5, 6])
+        #expect(server.maxInFlight == 4)
+        #expect(server.startedParts.sorted() == [1, 2, 3, 4, 5, 6], "each part sent once")
+    }
+
+    @Test func aFailingPartCancelsThoseInFlightAndFailsTheAttemptWithItsError() async throws {
+        let server = ScriptedS3()
+        let commits = CommitLog()
+        let upload = upload(server, commits)
+        defer { upload.cancel() }
+        try #require(await eventually { server.waitingParts == [1, 2, 3, 4] })
+        #expect(server.answer(2, .failed(status: 403, code: "AccessDenied")))
+        let failure = await #expect(throws: TransferFailure.self) { try await upload.value }
+        #expect(
+            failure?.error.message.hasPrefix("S3 PUT s3://b/big.bin (UploadPart 2 of 6): 403 AccessDenied") == true,
+            "\(String(describing: failure))")
+        #expect(failure?.retryable == false)
+        #expect(server.canceledParts == [1, 3, 4])
+        #expect(server.startedParts.sorted() == [1, 2, 3, 4], "no part started after the failure")
+        #expect(server.completedParts == nil)
+        #expect(commits.entries == [.init(acked: 0, durable: true)], "nothing acknowledged")
+    }
+
+    @Test func cancelingTheAttemptCancelsEveryPartInFlight() async throws {
+        let server = ScriptedS3()
+        let upload = upload(server, CommitLog())
+        defer { upload.cancel() }
+        try #require(await eventually { server.waitingParts == [1, 2, 3, 4] })
+        upload.cancel()
+        await #expect(throws: CancellationError.self) { try await upload.value }
+        #expect(server.canceledParts == [1, 2, 3, 4])
+        #expect(server.startedParts.count == 4)
+    }
+
+    @Test func aResumedUploadSendsOnlyWhatTheServerLacks() async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        let zeros = try await PartChecksums.compute(source, offset: 0, length: Self.part, sha256: false).crc32cBase64
+        // Parts 2 and 5 are held intact; part 3 is held with other bytes, so it goes again.
+        server.listedParts = [(2, Self.part, zeros), (3, Self.part, "AAAAAA=="), (5, Self.part, zeros)]
+        let commits = CommitLog()
+        let upload = upload(
+            server, commits, checkpoint: .s3(uploadID: "U1", key: "big.bin", partSize: Self.part))
+        _ = try await upload.value
+        #expect(server.startedParts.sorted() == [1, 3, 4, 6])
+        #expect(server.completedParts == [1, 2, 3, 4, 5, 6])
+        let acked = commits.entries.map(\.acked)
+        #expect(acked.first == 2 * Self.part, "the server's parts count from the start")
+        #expect(acked == acked.sorted() && Set(acked).count == acked.count, "acknowledged bytes only grow: \(acked)")
+        #expect(acked.last == Self.total)
+    }
+
+    @Test func underARateLimitPartsGoOneAtATime() async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        _ = try await upload(server, CommitLog(), rateLimit: 10 << 20).value
+        #expect(server.completedParts == [1, 2, 3, 4, 5, 6])
+        #expect(server.maxInFlight == 1)
+    }
+}
+
+/// What the transfer committed, in order.
+final class CommitLog: Sendable {
+    struct Entry: Sendable, Equatable {
+        var acked: Int64
+        var durable: Bool
+    }
+
+    private let log = Mutex<[Entry]>([])
+    var entries: [Entry] { log.withLock { $0 } }
+    func append(_ acked: Int64, durable: Bool) { log.withLock { $0.append(Entry(acked: acked, durable: durable)) } }
+}
+
+/// An S3 server behind the HTTP seam. CreateMultipartUpload answers UploadId `U1`; each UploadPart
+/// waits until the test answers it (or is answered after a moment with `answerAtOnce`), and a
+/// canceled request ends at once with CancellationError, as HTTPClient's do.
+final class ScriptedS3: HTTPSending {
+    enum Reply: Sendable {
+        case stored
+        case failed(status: Int, code: String)
+    }
+
+    private struct State {
+        var waiting: [Int: CheckedContinuation<HTTPResponse, any Error>] = [:]
+        var canceledBeforeWaiting: Set<Int> = []
+        var inFlight = 0
+        var maxInFlight = 0
+        var started: [Int] = []
+        var canceled: Set<Int> = []
+        var completed: [Int]?
+        var listed: [(number: Int, size: Int64, crc32c: String)] = []
+    }
+
+    private let state = Mutex(State())
+    private let answerAtOnce: Bool
+
+    init(answerAtOnce: Bool = false) { self.answerAtOnce = answerAtOnce }
+
+    var waitingParts: Set<Int> { state.withLock { Set($0.waiting.keys) } }
+    var startedParts: [Int] { state.withLock { $0.started } }
+    var canceledParts: Set<Int> { state.withLock { $0.canceled } }
+    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    /// The part numbers CompleteMultipartUpload listed, nil before it came.
+    var completedParts: [Int]? { state.withLock { $0.completed } }
+    var listedParts: [(number: Int, size: Int64, crc32c: String)] {
+        get { state.withLock { $0.listed } }
+        set { state.withLock { $0.listed = newValue } }
+    }
+
+    /// Answers a waiting UploadPart; false when that part was not waiting.
+    func answer(_ number: Int, _ reply: Reply = .stored) -> Bool {
+        guard let continuation = state.withLock({ $0.waiting.removeValue(forKey: number) }) else { return false }
+        state.withLock { $0.inFlight -= 1 }
+        continuation.resume(returning: Self.response(number, reply))
+        return true
+    }
+
+    func send(_ request: HTTPRequest, meter: ProgressMeter?) async throws -> HTTPResponse {
+        let query = request.url.contains("?") ? String(request.url.split(separator: "?", maxSplits: 1)[1]) : ""
+        switch request.method {
+        case "POST" where query == "uploads=":
+            return HTTPResponse(status: 200, headers: [], body: Array("<UploadId>U1</UploadId>".utf8))
+        case "PUT" where query.hasPrefix("partNumber="):
+            let number = Int(query.dropFirst("partNumber=".count).prefix { $0 != "&" })!
+            return try await part(number)
+        case "POST":
+            guard case .bytes(let body) = request.body else { return HTTPResponse(status: 400, headers: [], body: []) }
+            let numbers = S3XML.values("PartNumber", in: String(decoding: body, as: UTF8.self)).compactMap { Int($0) }
+            state.withLock { $0.completed = numbers }
+            return HTTPResponse(status: 200, headers: [], body: Array("<CompleteMultipartUploadResult/>".utf8))
+        case "GET":
+            let parts = listedParts.map {
+                "<Part><PartNumber>\($0.number)</PartNumber><ETag>\"e\($0.number)\"</ETag><Size>\($0.size)</Size>"
+                    + "<ChecksumCRC32C>\($0.crc32c)</ChecksumCRC32C></Part>"
+            }
+            let body = "<ListPartsResult><IsTruncated>false</IsTruncated>\(parts.joined())</ListPartsResult>"
+            return HTTPResponse(status: 200, headers: [], body: Array(body.utf8))
+        default:
+            return HTTPResponse(status: 204, headers: [], body: [])
+        }
+    }
+
+    private func part(_ number: Int) async throws -> HTTPResponse {
+        state.withLock {
+            $0.started.append(number)
+            $0.inFlight += 1
+            $0.maxInFlight = max($0.maxInFlight, $0.inFlight)
+        }
+        if answerAtOnce {
+            defer { state.withLock { $0.inFlight -= 1 } }
+            try await Task.sleep(for: .milliseconds(10))
+            return Self.response(number, .stored)
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let canceled = state.withLock {
+                    if $0.canceledBeforeWaiting.remove(number) != nil {
+                        $0.inFlight -= 1
+                        $0.canceled.insert(number)
+                        return true
+                    }
+                    $0.waiting[number] = continuation
+                    return false
+                }
+                if canceled { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let continuation = state.withLock {
+                guard let continuation = $0.waiting.removeValue(forKey: number) else {
+                    $0.canceledBeforeWaiting.insert(number)
+                    return CheckedContinuation<HTTPResponse, any Error>?.none
+                }
+                $0.inFlight -= 1
+                $0.canceled.insert(number)
+                return continuation
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    private static func response(_ number: Int, _ reply: Reply) -> HTTPResponse {
+        switch reply {
+        case .stored:
+            return HTTPResponse(status: 200, headers: [KeyValue(name: "etag", value: "\"e\(number)\"")], body: [])
+        case .failed(let status, let code):
+            let body = "<Error><Code>\(code)</Code><Message>scripted</Message></Error>"
+            return HTTPResponse(status: status, headers: [], body: Array(body.utf8))
         }
     }
 }

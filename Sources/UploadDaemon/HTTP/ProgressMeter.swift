@@ -19,8 +19,9 @@ final class ProgressMeter: Sendable {
 
     func add(_ count: Int) {
         let total = sent.add(Int64(count), ordering: .relaxed).newValue
-        let now = DispatchTime.now().uptimeNanoseconds
         samples.withLock { samples in
+            // Read under the lock, so that no sample is ever newer than `now` (unsigned differences).
+            let now = DispatchTime.now().uptimeNanoseconds
             if let last = samples.points.last, now - last.time < Self.sampleInterval { return }
             samples.points.append((now, total))
             while let first = samples.points.first, now - first.time > Self.window, samples.points.count > 2 {
@@ -36,9 +37,9 @@ final class ProgressMeter: Sendable {
 
     /// Bytes per second over the last few seconds; zero when nothing moved lately.
     var speed: Double {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let current = bytesSent
-        return samples.withLock { samples in
+        samples.withLock { samples in
+            let now = DispatchTime.now().uptimeNanoseconds
+            let current = bytesSent
             guard let first = samples.points.first, now - first.time > 0 else { return 0 }
             if let last = samples.points.last, now - last.time > Self.window { return 0 }
             return Double(current - first.bytes) / (Double(now - first.time) / 1e9)

@@ -25,8 +25,10 @@ struct AddCommand: ControlCommand {
 
         Relative paths are made absolute against the current directory. When some files cannot be
         added, the others still are: their IDs are printed, the errors go to stderr, and the exit
-        status is 1. With --json, prints {"jobs": [...]} with the added jobs (with --wait: their
-        final state, once every one has ended).
+        status is 1. With --json, prints {"jobs": [...], "errors": [...]}: the added jobs and, for
+        each file that was not added, {"source", "code", "message"} with the daemon's JSON-RPC
+        error (-32004: no space); with --wait, {"jobs": [...]} with their final state once every
+        one has ended (the errors only on stderr).
         """
     static let options: [OptionSpec] = [
         .value("--to", "DEST"), .value("--protocol", "NAME"), .value("--header", "'K: V'"),
@@ -102,13 +104,14 @@ struct AddCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let connection = try context.connect()
-        let calls = try requests(workingDirectory: context.workingDirectory).map { params in
+        let requests = requests(workingDirectory: context.workingDirectory)
+        let calls = try requests.map { params in
             (method: ControlMethod.add, params: try JSONValue(encoding: params))
         }
         let outcomes = try connection.callBatch(calls)
         var added: [JobInfo] = []
-        var anyFailed = false
-        for (path, outcome) in zip(paths, outcomes) {
+        var failures: [AddOutcome.Failure] = []
+        for ((path, params), outcome) in zip(zip(paths, requests), outcomes) {
             switch outcome {
             case .success(let result):
                 guard let job = try? result.decode(JobInfo.self) else {
@@ -116,17 +119,30 @@ struct AddCommand: ControlCommand {
                 }
                 added.append(job)
             case .failure(let error):
-                anyFailed = true
+                failures.append(AddOutcome.Failure(source: params.source, code: error.code, message: error.message))
                 context.printError("\(path): \(error.message)")
             }
         }
         if !context.json { context.print(lines: added.map(\.id.description)) }
         guard wait, !added.isEmpty else {
-            if context.json { try context.printJSON(JobList(jobs: added)) }
-            return anyFailed ? .failure : .success
+            if context.json { try context.printJSON(AddOutcome(jobs: added, errors: failures)) }
+            return failures.isEmpty ? .success : .failure
         }
         let tracker = try JobWaiter.follow(added.map(\.id), on: connection, until: nil)
         let waited = try JobWaiter.report(tracker, timeout: nil, context: context)
-        return anyFailed ? .failure : waited
+        return failures.isEmpty ? waited : .failure
     }
+}
+
+/// `add --json`: the jobs added, and why each other file was not.
+struct AddOutcome: Encodable {
+    struct Failure: Encodable {
+        /// The absolute path, as the daemon got it.
+        var source: String
+        var code: Int
+        var message: String
+    }
+
+    var jobs: [JobInfo]
+    var errors: [Failure]
 }

@@ -265,3 +265,27 @@ public struct NoParams: Codable, Sendable, StrictParams {
     public init() {}
     public static let knownKeys: Set<String> = []
 }
+
+/// Answers and notifications put together around a result already encoded from its own type: a
+/// list of 10,000 jobs is encoded once, not first into a `JSONValue` tree and then again.
+public enum RPCLine {
+    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline.
+    public static func result(id: JSONValue, encodedResult: [UInt8]) throws -> [UInt8] {
+        var line = Array(#"{"id":"#.utf8)
+        line += try JSONCoding.encoder.encode(id)
+        line += Array(#","jsonrpc":"2.0","result":"#.utf8)
+        line += encodedResult
+        line.append(UInt8(ascii: "}"))
+        return line
+    }
+
+    /// `{"jsonrpc":"2.0","method":…,"params":…}` without the newline.
+    public static func notification(method: String, encodedParams: [UInt8]) throws -> [UInt8] {
+        var line = Array(#"{"jsonrpc":"2.0","method":"#.utf8)
+        line += try JSONCoding.encoder.encode(method)
+        line += Array(#","params":"#.utf8)
+        line += encodedParams
+        line.append(UInt8(ascii: "}"))
+        return line
+    }
+}

@@ -77,7 +77,7 @@ public enum JSONCoding {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            if let date = try? dateStyle.parse(text) ?? wholeSecondStyle.parse(text) { return date }
+            if let date = (try? dateStyle.parse(text)) ?? (try? wholeSecondStyle.parse(text)) { return date }
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 date: \(text)")
         }
         return decoder

@@ -39,13 +39,16 @@ public enum JournalRecord: Sendable, Equatable {
 ///
 /// ```
 /// header:  "UPLOADD\n" (8 bytes)  version: UInt32 LE
-/// record:  length: UInt32 LE  crc32c: UInt32 LE  type: UInt8  payload: length bytes (JSON)
+/// record:  length: UInt32 LE  crc32c: UInt32 LE  type: UInt8  payload: length bytes
 /// ```
 /// The CRC32C covers the type byte and the payload. A record is only valid when it is whole and its
 /// checksum matches; replay stops at the first that is not.
+///
+/// Version 2 payloads are binary (`JournalRecord+Binary.swift`); version 1 payloads were JSON and
+/// are still read, so a journal of uploadd 0.1 replays and is then rewritten as version 2.
 public enum JournalFormat {
     public static let magic = Array("UPLOADD\n".utf8)
-    public static let version: UInt32 = 1
+    public static let version: UInt32 = 2
     public static let headerSize = 12
     public static let frameOverhead = 9
     /// Larger lengths can only come from damage: no record is anywhere near this.
@@ -59,19 +62,18 @@ public enum JournalFormat {
 
     /// Appends one framed record to `buffer`.
     public static func append(_ record: JournalRecord, to buffer: inout [UInt8]) {
-        let payload: Data
-        do {
-            payload = try encodePayload(record)
-        } catch {
-            // Our own Codable types always encode; failing here is a programming error.
-            preconditionFailure("cannot encode journal record: \(error)")
-        }
-        var body = [record.typeCode]
-        body.append(contentsOf: payload)
-        let crc = body.withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
+        var writer = BinaryWriter()
+        record.writePayload(to: &writer)
+        appendFrame(type: record.typeCode, payload: writer.bytes, to: &buffer)
+    }
+
+    static func appendFrame(type: UInt8, payload: [UInt8], to buffer: inout [UInt8]) {
+        var crc = withUnsafeBytes(of: type) { CShims_crc32c(0, $0.baseAddress, 1) }
+        crc = payload.withUnsafeBytes { CShims_crc32c(crc, $0.baseAddress, $0.count) }
         appendUInt32(UInt32(payload.count), to: &buffer)
         appendUInt32(crc, to: &buffer)
-        buffer.append(contentsOf: body)
+        buffer.append(type)
+        buffer.append(contentsOf: payload)
     }
 
     public static func encode(_ records: [JournalRecord]) -> [UInt8] {
@@ -80,17 +82,18 @@ public enum JournalFormat {
         return buffer
     }
 
-    private static func encodePayload(_ record: JournalRecord) throws -> Data {
-        let encoder = JSONEncoder()
-        switch record {
-        case .job(let job): return try encoder.encode(job)
-        case .progress(let progress): return try encoder.encode(progress)
-        case .removed(let id): return try encoder.encode(id)
-        case .nextID(let next): return try encoder.encode(next)
+    private static func decodePayload(type: UInt8, _ payload: ArraySlice<UInt8>, version: UInt32) throws -> JournalRecord? {
+        if version >= 2 {
+            return try payload.withUnsafeBytes { (bytes) throws(BinaryDecodingError) in
+                var reader = BinaryReader(bytes)
+                return try JournalRecord.readPayload(type: type, from: &reader)
+            }
         }
+        return try decodeJSONPayload(type: type, Data(payload), decoder: JSONDecoder())
     }
 
-    private static func decodePayload(type: UInt8, _ payload: Data, decoder: JSONDecoder) throws -> JournalRecord? {
+    /// Format 1, read only.
+    private static func decodeJSONPayload(type: UInt8, _ payload: Data, decoder: JSONDecoder) throws -> JournalRecord? {
         switch type {
         case 1: return .job(try decoder.decode(Job.self, from: payload))
         case 2: return .progress(try decoder.decode(JobProgress.self, from: payload))
@@ -98,6 +101,25 @@ public enum JournalFormat {
         case 4: return .nextID(try decoder.decode(UInt64.self, from: payload))
         default: return nil
         }
+    }
+
+    /// A format 1 file as uploadd 0.1 wrote it (framed JSON payloads): what the tests replay to
+    /// prove old journals still load.
+    static func formatOneFile(_ records: [JournalRecord]) throws -> [UInt8] {
+        var bytes = magic
+        appendUInt32(1, to: &bytes)
+        let encoder = JSONEncoder()
+        for record in records {
+            let payload: Data
+            switch record {
+            case .job(let job): payload = try encoder.encode(job)
+            case .progress(let progress): payload = try encoder.encode(progress)
+            case .removed(let id): payload = try encoder.encode(id)
+            case .nextID(let next): payload = try encoder.encode(next)
+            }
+            appendFrame(type: record.typeCode, payload: [UInt8](payload), to: &bytes)
+        }
+        return bytes
     }
 
     /// Decodes a whole journal file. Never throws on damage: it returns every record before it and
@@ -115,10 +137,10 @@ public enum JournalFormat {
 
         var records: [JournalRecord] = []
         var offset = headerSize
-        let decoder = JSONDecoder()
         while offset < bytes.count {
             func damage(_ reason: String) -> JournalContents {
-                JournalContents(records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason))
+                JournalContents(
+                    records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason), version: version)
             }
             guard bytes.count - offset >= frameOverhead else { return damage("a record header is torn") }
             let length = Int(readUInt32(bytes, at: offset))
@@ -129,10 +151,9 @@ public enum JournalFormat {
             guard end <= bytes.count else { return damage("the last record is torn") }
             let actual = bytes[bodyStart..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
             guard actual == crc else { return damage("a record's checksum does not match") }
-            let payload = Data(bytes[(bodyStart + 1)..<end])
             let record: JournalRecord?
             do {
-                record = try decodePayload(type: bytes[bodyStart], payload, decoder: decoder)
+                record = try decodePayload(type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], version: version)
             } catch {
                 return damage("a record does not decode: \(error)")
             }
@@ -140,15 +161,14 @@ public enum JournalFormat {
             records.append(record)
             offset = end
         }
-        return JournalContents(records: records, validLength: offset, damage: nil)
+        return JournalContents(records: records, validLength: offset, damage: nil, version: version)
     }
 
     /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
     /// a journal after damage). Replay stops at the damage, but IDs seen past it must never be
     /// handed out again.
-    public static func highestJobID(scanning bytes: ArraySlice<UInt8>) -> UInt64? {
+    public static func highestJobID(scanning bytes: ArraySlice<UInt8>, version: UInt32 = JournalFormat.version) -> UInt64? {
         var highest: UInt64?
-        let decoder = JSONDecoder()
         var offset = bytes.startIndex
         while offset + frameOverhead <= bytes.endIndex {
             let length = Int(readUInt32(Array(bytes[offset..<offset + 4]), at: 0))
@@ -156,7 +176,7 @@ public enum JournalFormat {
             if length <= maxPayloadSize, end <= bytes.endIndex {
                 let crc = readUInt32(Array(bytes[(offset + 4)..<(offset + 8)]), at: 0)
                 let actual = bytes[(offset + 8)..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
-                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], Data(bytes[(offset + 9)..<end]), decoder: decoder) {
+                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], bytes[(offset + 9)..<end], version: version) {
                     let id: UInt64?
                     switch record {
                     case .job(let job): id = job.id.rawValue
@@ -190,6 +210,8 @@ public struct JournalContents: Sendable {
     /// Bytes from the start of the file that are whole and valid.
     public var validLength: Int
     public var damage: JournalDamage?
+    /// The file's format version (an empty file counts as the current one).
+    public var version: UInt32 = JournalFormat.version
 }
 
 /// Where a journal stopped being readable, and why.
@@ -217,21 +239,24 @@ public enum JournalFormatError: Error, Equatable, CustomStringConvertible {
 public struct JournalState: Sendable {
     public private(set) var jobs: [JobID: Job] = [:]
     public private(set) var nextID: UInt64 = 1
+    /// How many jobs are in each state, kept as records are applied: a status line costs nothing
+    /// with 100,000 jobs.
+    public private(set) var stateCounts: [JobState: Int] = [:]
 
     public init() {}
 
     public mutating func apply(_ record: JournalRecord) {
         switch record {
         case .job(let job):
-            jobs[job.id] = job
+            if let old = jobs.updateValue(job, forKey: job.id) { stateCounts[old.state, default: 0] -= 1 }
+            stateCounts[job.state, default: 0] += 1
             nextID = max(nextID, job.id.rawValue + 1)
         case .progress(let progress):
-            guard var job = jobs[progress.id] else { return }
-            job.bytesAcked = progress.bytesAcked
-            job.checkpoint = progress.checkpoint
-            jobs[progress.id] = job
+            guard jobs[progress.id] != nil else { return }
+            jobs[progress.id]!.bytesAcked = progress.bytesAcked
+            jobs[progress.id]!.checkpoint = progress.checkpoint
         case .removed(let id):
-            jobs[id] = nil
+            if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
             nextID = max(nextID, id.rawValue + 1)
         case .nextID(let next):
             nextID = max(nextID, next)

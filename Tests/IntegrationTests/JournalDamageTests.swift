@@ -359,11 +359,11 @@ final class JournalDamageTests {
 
     @Test func aJournalFromANewerVersionRefusesToStart() throws {
         var bytes = fixture.bytes
-        bytes.replaceSubrange(8..<12, with: [2, 0, 0, 0])
+        bytes.replaceSubrange(8..<12, with: [3, 0, 0, 0])
         let daemon = try daemon("newer", journal: bytes)
-        try expectRefusal(daemon, hints: ["newer uploadd", "move the file away", "move it away"], "version 2")
+        try expectRefusal(daemon, hints: ["newer uploadd", "move the file away", "move it away"], "version 3")
         let result = try CrashSupport.runUploadd(daemon)
-        #expect(result.stderr.contains("version 2"), "the message says which version: \(result.stderr)")
+        #expect(result.stderr.contains("version 3"), "the message says which version: \(result.stderr)")
     }
 
     /// A flipped bit in the magic bytes: not an uploadd journal. Refused, named, left alone.

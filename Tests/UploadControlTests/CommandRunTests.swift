@@ -39,6 +39,32 @@ import UploadCore
         #expect(requests[0].params?.objectValue?["headers"] == .array([.string("A: 1")]))
     }
 
+    @Test func addWithJSONReportsEachFailureWithItsErrorCode() throws {
+        let daemon = try FakeDaemon { line in
+            let answers = Wire.requests(line).map { request -> String in
+                if request.params?.objectValue?["source"] == .string("/work/full.bin") {
+                    return Wire.error(id: request.id, RPCError(code: RPCError.noSpaceCode, message: "no space left"))
+                }
+                return Wire.result(id: request.id, sampleJob(id: 7, state: .queued))
+            }
+            return ["[" + answers.joined(separator: ",") + "]"]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        let arguments = ["--json", "add", "ok.bin", "full.bin", "--to", "file:///out/"]
+        let status = run(arguments, daemon: daemon, output: output)
+        #expect(status == .failure)
+        let printed = try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [String: Any]
+        let errors = printed?["errors"] as? [[String: Any]]
+        #expect(errors?.count == 1)
+        #expect(errors?.first?["source"] as? String == "/work/full.bin")
+        #expect(errors?.first?["code"] as? Int == RPCError.noSpaceCode)
+        #expect(errors?.first?["message"] as? String == "no space left")
+        let jobs = try JSONCoding.decoder.decode(JobList.self, from: Data(output.standardOutput.utf8)).jobs
+        #expect(jobs.map(\.id) == [JobID(7)])
+        #expect(output.standardError == "uploadctl: full.bin: no space left\n")
+    }
+
     @Test func waitExitsWhenAllJobsEndAndNamesTheFailures() throws {
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]

@@ -123,4 +123,14 @@ struct ControlProtocolTests {
         #expect((failedObject["error"] as? [String: Any])?["code"] as? Int == -32601)
         #expect(failedObject["jsonrpc"] as? String == "2.0")
     }
+
+    @Test func linesAroundEncodedResultsAreValidJSONRPC() throws {
+        let answer = try RPCLine.result(id: .string("a\"b"), encodedResult: Array(#"{"jobs":[1,2]}"#.utf8))
+        let decoded = try JSONCoding.decoder.decode(JSONValue.self, from: Data(answer))
+        #expect(decoded == .object(["id": .string("a\"b"), "jsonrpc": .string("2.0"), "result": .object(["jobs": .array([.number(1), .number(2)])])]))
+        let event = try RPCLine.notification(method: "job.state", encodedParams: Array(#"{"id":3}"#.utf8))
+        let decodedEvent = try JSONCoding.decoder.decode(RPCNotification.self, from: Data(event))
+        #expect(decodedEvent.method == "job.state")
+        #expect(decodedEvent.params == .object(["id": .number(3)]))
+    }
 }

@@ -25,8 +25,51 @@ struct JournalFormatTests {
         let length = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
         #expect(Int(length) == bytes.count - JournalFormat.frameOverhead)
         #expect(bytes[8] == 4)
-        #expect(Array(bytes[9...]) == Array("7".utf8))
-        #expect(JournalFormat.header() == Array("UPLOADD\n".utf8) + [1, 0, 0, 0])
+        #expect(Array(bytes[9...]) == [7])
+        #expect(JournalFormat.header() == Array("UPLOADD\n".utf8) + [2, 0, 0, 0])
+    }
+
+    @Test func formatOneJournalsStillReplay() throws {
+        let records = Fixtures.everyRecordKind + Fixtures.twentyRecords
+        let file = try JournalFormat.formatOneFile(records)
+        let contents = try JournalFormat.decode(file)
+        #expect(contents.version == 1)
+        #expect(contents.records == records)
+        #expect(contents.damage == nil)
+        #expect(contents.validLength == file.count)
+        let torn = try JournalFormat.decode(Array(file.dropLast(3)))
+        #expect(torn.records == Array(records.dropLast()))
+        #expect(torn.damage != nil)
+        let highest = records.compactMap { record -> UInt64? in
+            switch record {
+            case .job(let job): return job.id.rawValue
+            case .progress(let progress): return progress.id.rawValue
+            case .removed(let id): return id.rawValue
+            case .nextID(let next): return next - 1
+            }
+        }.max()
+        #expect(JournalFormat.highestJobID(scanning: file[JournalFormat.headerSize...], version: 1) == highest)
+    }
+
+    @Test func binaryPayloadsAreSmallerThanJSON() throws {
+        let records = Fixtures.twentyRecords
+        #expect(Fixtures.file(records).count * 2 < (try JournalFormat.formatOneFile(records)).count)
+    }
+
+    @Test func everyCutOfABinaryPayloadIsReportedNotTrapped() {
+        for record in Fixtures.everyRecordKind {
+            var writer = BinaryWriter()
+            record.writePayload(to: &writer)
+            let payload = writer.bytes
+            for length in 0..<payload.count {
+                let decoded = payload[..<length].withUnsafeBytes { bytes in
+                    var reader = BinaryReader(bytes)
+                    return try? JournalRecord.readPayload(type: record.typeCode, from: &reader)
+                }
+                // A cut payload either fails to decode or decodes to something else (never traps).
+                #expect(decoded != record, "cut at \(length) of \(payload.count) decoded to the whole record")
+            }
+        }
     }
 
     @Test func emptyFileHasNoRecordsAndNoDamage() throws {
@@ -62,9 +105,9 @@ struct JournalFormatTests {
 
     @Test func newerVersionIsRefusedWithItsNumber() {
         var bytes = Fixtures.file(Fixtures.twentyRecords)
-        bytes[8] = 2
-        #expect(throws: JournalFormatError.newerVersion(2)) { try JournalFormat.decode(bytes) }
-        #expect(JournalFormatError.newerVersion(2).description.contains("version 2"))
+        bytes[8] = 3
+        #expect(throws: JournalFormatError.newerVersion(3)) { try JournalFormat.decode(bytes) }
+        #expect(JournalFormatError.newerVersion(3).description.contains("version 3"))
     }
 
     @Test func versionZeroIsNotAJournal() {

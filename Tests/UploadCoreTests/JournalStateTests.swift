@@ -24,6 +24,15 @@ struct JournalStateTests {
         #expect(state.nextID == 2)
     }
 
+    @Test func stateCountsFollowEveryChange() {
+        let state = Self.replay([
+            .job(Fixtures.job(1)), .job(Fixtures.job(2)), .job(Fixtures.job(3)),
+            .job(Fixtures.job(1, state: .running)), .job(Fixtures.job(2, state: .completed)),
+            .removed(JobID(3)), .removed(JobID(9)),
+        ])
+        #expect(state.stateCounts.filter { $0.value != 0 } == [.running: 1, .completed: 1])
+    }
+
     @Test func progressForAnUnknownJobIsIgnored() {
         let state = Self.replay([.progress(JobProgress(id: JobID(5), bytesAcked: 1, checkpoint: nil))])
         #expect(state.jobs.isEmpty)

@@ -23,6 +23,17 @@ struct ReadyQueueTests {
         #expect(queue.popFirst() == nil)
     }
 
+    @Test func builtAtOnceItIsInTheSameOrderAsInsertedOneByOne() {
+        let jobs: [(id: JobID, priority: Int)] = (1...500).map { (JobID(UInt64($0)), $0 % 3) }.shuffled()
+        var oneByOne = ReadyQueue()
+        for job in jobs { oneByOne.insert(job.id, priority: job.priority) }
+        var atOnce = ReadyQueue(jobs + [jobs[0]])
+        #expect(atOnce.count == 500)
+        #expect(atOnce.orderedIDs == oneByOne.orderedIDs)
+        atOnce.insert(JobID(1000), priority: 5)
+        #expect(atOnce.popFirst() == JobID(1000))
+    }
+
     @Test func duplicatesAreIgnored() {
         var queue = ReadyQueue()
         queue.insert(JobID(1), priority: 0)

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import UploadCore
+@testable import UploadCore
 
 @testable import UploadDaemon
 
@@ -51,6 +51,31 @@ struct JournalTests {
         let bytes = try directory.read("journal")
         #expect(replay.fileBytes == bytes.count)
         #expect(try JournalFormat.decode(bytes).records.count == 6)
+    }
+
+    @Test func aFormatOneJournalReplaysAndIsRewrittenInTheCurrentFormat() async throws {
+        let directory = try TemporaryDirectory()
+        var tus = Self.job(2, .running)
+        tus.checkpoint = .tus(uploadURL: "http://127.0.0.1/files/abc", expires: nil)
+        let old: [JournalRecord] = [
+            .job(Self.job(1)), .job(tus), .progress(JobProgress(id: JobID(2), bytesAcked: 300, checkpoint: tus.checkpoint)),
+            .job(Self.job(3, .completed)), .removed(JobID(3)),
+        ]
+        _ = try directory.write("journal", bytes: JournalFormat.formatOneFile(old))
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        #expect(replay.damage == nil)
+        #expect(replay.state.jobs.keys.sorted() == [JobID(1), JobID(2)])
+        #expect(replay.state.jobs[JobID(2)]?.bytesAcked == 300)
+        #expect(replay.state.nextID == 4)
+        try await journal.appendDurably([.job(Self.job(4))])
+        journal.close()
+
+        let bytes = try directory.read("journal")
+        #expect(Array(bytes[0..<JournalFormat.headerSize]) == JournalFormat.header())
+        let again = try Self.reopen(directory)
+        #expect(again.state.jobs.keys.sorted() == [JobID(1), JobID(2), JobID(4)])
+        #expect(again.state.jobs[JobID(2)] == replay.state.jobs[JobID(2)])
+        #expect(again.state.nextID == 5)
     }
 
     @Test func durableAppendIsOnDiskWhenItReturns() async throws {
@@ -164,6 +189,30 @@ struct JournalTests {
         #expect(replay.state.jobs == state.jobs)
         #expect(replay.state.nextID == 22)
         #expect(replay.state.jobs[JobID(3)]?.bytesAcked == 77)
+    }
+
+    /// A full disk fails the temp file; here a directory holds its name. The journal stays as it
+    /// was, and appends queued with the compaction still succeed.
+    @Test func aCompactionThatCannotBeWrittenLeavesTheJournalAndOtherAppendsAlone() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        try await journal.appendDurably([.job(Self.job(1))])
+        let before = try directory.read("journal")
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/journal.compacting", withIntermediateDirectories: false)
+        journal.compact([.job(Self.job(1))])
+        try await journal.appendDurably([.job(Self.job(2))])
+        #expect(!journal.isBehind, "no record was lost")
+        journal.close()
+        let after = try directory.read("journal")
+        #expect(Array(after.prefix(before.count)) == before, "the old journal was kept")
+        #expect(try JournalFormat.decode(after).records == [.job(Self.job(1)), .job(Self.job(2))])
+    }
+
+    @Test func noSpaceNamesTheStateDirectory() {
+        let error = Journal.WriteError(underlying: SystemError("write", path: "/state/uploadd/journal", errno: ENOSPC))
+        #expect(
+            error.description == "no space left to write the journal in /state/uploadd; free some space and try again")
     }
 
     @Test func compactionKeepsIDsOfRemovedJobs() async throws {

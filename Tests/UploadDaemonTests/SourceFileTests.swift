@@ -74,6 +74,26 @@ struct SourceFileTests {
         #expect(error?.error.message.contains("was deleted after it was added") == true)
     }
 
+    @Test func anOriginalSwappedForAFIFOFailsWithoutBlocking() throws {
+        let (path, snapshot) = try original()
+        #expect(unlink(path) == 0)
+        #expect(mkfifo(path, 0o600) == 0)
+        expectChanged { _ = try SourceFile(snapshot: snapshot, displayPath: path) }
+    }
+
+    @Test func aBodyHandsOverItsLastBytesOnlyWhileTheFileIsUnchanged() throws {
+        let (path, snapshot) = try original()
+        let file = try SourceFile(snapshot: snapshot, displayPath: path)
+        let reader = BodyReader(.file(FileRegion(file: file, offset: 0, length: 10)), meter: nil)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(buffer.withUnsafeMutableBytes { reader.read(into: $0.baseAddress!, capacity: 6) } == 6)
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        #expect(buffer.withUnsafeMutableBytes { reader.read(into: $0.baseAddress!, capacity: 16) } == -1)
+        #expect(reader.readError?.error.code == "source")
+        #expect(reader.readError?.error.message.contains("\(path) changed since it was added") == true)
+    }
+
     @Test func aCopyIsCheckedBySizeOnly() throws {
         let path = try directory.write("c.txt", "0123456789")
         let snapshot = try cache.snapshot(source: path, id: JobID(2), mode: .copy)

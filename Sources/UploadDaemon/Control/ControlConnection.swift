@@ -152,7 +152,7 @@ final class ControlConnection {
                 case .tooLong:
                     let error = RPCError.invalidRequest(
                         "a request line is longer than \(ControlProtocol.maxLineLength) bytes; closing the connection")
-                    sendAndClose(ControlHandler.encode(RPCResponse(id: .null, error: error)))
+                    sendAndClose(ControlHandler.line(RPCResponse(id: .null, error: error)) + ControlHandler.newline)
                     return
                 }
             }

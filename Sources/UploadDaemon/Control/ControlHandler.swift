@@ -21,15 +21,15 @@ struct ControlHandler: Sendable {
         do {
             value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
         } catch {
-            return Self.encode(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error))))
+            return Self.line(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error)))) + Self.newline
         }
         switch value {
         case .array(let items):
-            guard !items.isEmpty else { return Self.encode(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) }
+            guard !items.isEmpty else { return Self.line(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) + Self.newline }
             // Up to 64 requests of a batch at once: enough for adds to share journal syncs, few
             // enough that a batch of 10,000 does not hold 10,000 tasks and their answers at once.
-            let answers = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
-                var answers = [RPCResponse?](repeating: nil, count: items.count)
+            let answers = await withTaskGroup(of: (Int, [UInt8]?).self) { group in
+                var answers = [[UInt8]?](repeating: nil, count: items.count)
                 var next = 0
                 func startNext() {
                     guard next < items.count else { return }
@@ -50,12 +50,12 @@ struct ControlHandler: Sendable {
             var bytes: [UInt8] = [UInt8(ascii: "[")]
             for (index, answer) in answers.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes += Self.encode(answer).dropLast()
+                bytes += answer
             }
             bytes += [UInt8(ascii: "]"), UInt8(ascii: "\n")]
             return bytes
         default:
-            return await handleOne(value, client: client).map { Self.encode($0) }
+            return await handleOne(value, client: client).map { $0 + Self.newline }
         }
     }
 
@@ -63,22 +63,23 @@ struct ControlHandler: Sendable {
         events.unsubscribe(key)
     }
 
-    private func handleOne(_ value: JSONValue, client: Client) async -> RPCResponse? {
+    /// One request's answer as a line without its newline; nil for a notification.
+    private func handleOne(_ value: JSONValue, client: Client) async -> [UInt8]? {
         guard case .object(let object) = value else {
-            return RPCResponse(id: .null, error: .invalidRequest("a request must be a JSON object"))
+            return Self.line(RPCResponse(id: .null, error: .invalidRequest("a request must be a JSON object")))
         }
         let id = object["id"]
         switch id {
         case nil, .null, .string, .number: break
-        default: return RPCResponse(id: .null, error: .invalidRequest("id must be a string, a number or null"))
+        default: return Self.line(RPCResponse(id: .null, error: .invalidRequest("id must be a string, a number or null")))
         }
         guard object["jsonrpc"] == .string("2.0") else {
-            return RPCResponse(id: id ?? .null, error: .invalidRequest("\"jsonrpc\" must be \"2.0\""))
+            return Self.line(RPCResponse(id: id ?? .null, error: .invalidRequest("\"jsonrpc\" must be \"2.0\"")))
         }
         guard case .string(let methodName)? = object["method"] else {
-            return RPCResponse(id: id ?? .null, error: .invalidRequest("\"method\" must be a string"))
+            return Self.line(RPCResponse(id: id ?? .null, error: .invalidRequest("\"method\" must be a string")))
         }
-        let result: Result<JSONValue, RPCError>
+        let result: Result<[UInt8], RPCError>
         do {
             result = .success(try await call(methodName, params: object["params"], client: client))
         } catch {
@@ -86,12 +87,17 @@ struct ControlHandler: Sendable {
         }
         guard let id else { return nil }  // a notification: no answer, even for errors
         switch result {
-        case .success(let value): return RPCResponse(id: id, result: value)
-        case .failure(let error): return RPCResponse(id: id, error: error)
+        case .success(let encoded):
+            guard let line = try? RPCLine.result(id: id, encodedResult: encoded) else {
+                return Self.line(RPCResponse(id: id, error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
+            }
+            return line
+        case .failure(let error): return Self.line(RPCResponse(id: id, error: error))
         }
     }
 
-    private func call(_ name: String, params: JSONValue?, client: Client) async throws(RPCError) -> JSONValue {
+    /// Runs one method; its result comes back already encoded.
+    private func call(_ name: String, params: JSONValue?, client: Client) async throws(RPCError) -> [UInt8] {
         guard let method = ControlMethod(rawValue: name) else { throw RPCError.methodNotFound(name) }
         switch method {
         case .hello:
@@ -111,7 +117,7 @@ struct ControlHandler: Sendable {
             } catch {
                 throw RPCError(code: RPCError.invalidParamsCode, message: "config not reloaded: \(error)")
             }
-            return .object([:])
+            return Self.emptyObject
         case .add:
             return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
         case .get:
@@ -137,30 +143,33 @@ struct ControlHandler: Sendable {
         case .subscribe:
             let subscribe = try SubscribeParams.decode(from: params)
             events.subscribe(client.key, EventHub.Subscriber(ids: subscribe.ids.map(Set.init), deliver: client.deliver))
-            return .object([:])
+            return Self.emptyObject
         }
     }
 
     /// `{id}` answers with the job, `{ids}` and `{all}` with `{jobs: [...]}`.
-    private func encodeSelectionResult(_ selection: JobSelection, _ jobs: [JobInfo]) throws(RPCError) -> JSONValue {
+    private func encodeSelectionResult(_ selection: JobSelection, _ jobs: [JobInfo]) throws(RPCError) -> [UInt8] {
         if selection.id != nil && selection.ids == nil && selection.all != true, let job = jobs.first {
             return try encodeResult(job)
         }
         return try encodeResult(JobList(jobs: jobs))
     }
 
-    private func encodeResult<T: Encodable>(_ value: T) throws(RPCError) -> JSONValue {
+    private static let emptyObject = Array("{}".utf8)
+    static let newline = [UInt8(ascii: "\n")]
+
+    private func encodeResult<T: Encodable>(_ value: T) throws(RPCError) -> [UInt8] {
         do {
-            return try JSONValue(encoding: value)
+            return [UInt8](try JSONCoding.encoder.encode(value))
         } catch {
             throw RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer: \(error)")
         }
     }
 
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        var bytes = (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)
-        bytes.append(UInt8(ascii: "\n"))
-        return bytes
+    /// An answer as a line without its newline.
+    static func line(_ response: RPCResponse) -> [UInt8] {
+        (try? JSONCoding.encoder.encode(response)).map { [UInt8]($0) }
+            ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)
     }
 
     private static func describe(decodingError error: any Error) -> String {

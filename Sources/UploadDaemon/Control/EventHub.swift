@@ -36,11 +36,10 @@ final class EventHub: Sendable {
     private func publish<T: Encodable>(_ event: ControlEvent, _ params: T, id: JobID) {
         let targets = subscribers.withLock { $0.values.filter { $0.ids?.contains(id) ?? true } }
         guard !targets.isEmpty else { return }
-        guard let value = try? JSONValue(encoding: params),
-            var line = try? JSONCoding.encoder.encode(RPCNotification(method: event.rawValue, params: value))
+        guard let encoded = try? JSONCoding.encoder.encode(params),
+            var line = try? RPCLine.notification(method: event.rawValue, encodedParams: [UInt8](encoded))
         else { return }
         line.append(UInt8(ascii: "\n"))
-        let bytes = [UInt8](line)
-        for target in targets { target.deliver(bytes) }
+        for target in targets { target.deliver(line) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import UploadCore
 
 /// Streams one request body (or one multipart file part) to libcurl's read callback.
 ///
@@ -12,8 +13,9 @@ final class BodyReader {
     let source: Source
     let meter: ProgressMeter?
     private(set) var position: Int64 = 0
-    /// Set when the source file could not be read, so the failure names the file, not libcurl.
-    private(set) var readError: SystemError?
+    /// Set when the source file could not be read or has changed, so the failure names the file,
+    /// not libcurl.
+    private(set) var readError: TransferFailure?
 
     init(_ source: Source, meter: ProgressMeter?) {
         self.source = source
@@ -39,11 +41,21 @@ final class BodyReader {
         case .file(let region):
             count = region.file.read(into: buffer, count: wanted, at: region.offset + position)
             if count < 0 {
-                readError = SystemError("read", path: region.file.displayPath)
+                readError = .source(SystemError("read", path: region.file.displayPath).description)
                 return -1
             }
+            // The last bytes go out only while the file is still what `add` saw: a file changed
+            // during the upload never reaches the server as a whole body (and one cut short says so).
+            if count == 0 || position + Int64(count) == length {
+                do {
+                    try region.file.verifyUnchanged()
+                } catch {
+                    readError = error
+                    return -1
+                }
+            }
             if count == 0 {
-                readError = SystemError("read", path: region.file.displayPath, errno: EIO)
+                readError = .source(SystemError("read", path: region.file.displayPath, errno: EIO).description)
                 return -1
             }
         }

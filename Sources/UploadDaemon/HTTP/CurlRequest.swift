@@ -52,9 +52,7 @@ final class CurlRequest {
         let detail = String(cString: errorBuffer)
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         let target = "\(request.method) \(Redaction.redactURL(request.url))"
-        if let readError = readers.lazy.compactMap(\.readError).first {
-            return .source(readError.description)
-        }
+        if let readError = readers.lazy.compactMap(\.readError).first { return readError }
         if stalled { return .stalled(seconds: request.stallTimeout) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:

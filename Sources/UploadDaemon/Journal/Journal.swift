@@ -24,7 +24,7 @@ final class Journal: Sendable {
         var underlying: SystemError
         var description: String {
             underlying.isNoSpace
-                ? "no space left to write the journal in \((underlying.path ?? "") as NSString).deletingLastPathComponent); free some space and try again"
+                ? "no space left to write the journal in \(((underlying.path ?? "") as NSString).deletingLastPathComponent); free some space and try again"
                 : underlying.description
         }
     }
@@ -32,6 +32,12 @@ final class Journal: Sendable {
     private enum Pending {
         case records([UInt8], sequence: UInt64)
         case compaction([UInt8], sequence: UInt64)
+
+        var sequence: UInt64 {
+            switch self {
+            case .records(_, let sequence), .compaction(_, let sequence): return sequence
+            }
+        }
     }
 
     private struct State {
@@ -41,6 +47,9 @@ final class Journal: Sendable {
         var closing = false
         var recordsSinceCompaction = 0
         var fileBytes: Int64 = 0
+        /// Records failed to reach the file (a full disk): memory is ahead of it until a
+        /// compaction writes the live state.
+        var isBehind = false
     }
 
     let path: String
@@ -66,7 +75,7 @@ final class Journal: Sendable {
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
             throw JournalOpenError(message: "\(path) is not a regular file; move it away and start again")
         }
-        let fd: Int32
+        var fd: Int32
         do {
             fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
         } catch {
@@ -105,9 +114,17 @@ final class Journal: Sendable {
             try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
             var replayed = JournalState()
             for record in contents.records { replayed.apply(record) }
-            if let found = contents.damage, let highest = JournalFormat.highestJobID(scanning: bytes[found.offset...]) {
-                // Jobs past the damage are lost, but their IDs must stay used: record the next ID.
+            let upgrading = contents.version < JournalFormat.version
+            var idsSeenPastDamage = false
+            if let found = contents.damage,
+                let highest = JournalFormat.highestJobID(scanning: bytes[found.offset...], version: contents.version)
+            {
+                // Jobs past the damage are lost, but their IDs must stay used: record the next ID
+                // (an upgraded journal gets it with the rest of the state below).
                 replayed.apply(.nextID(highest + 1))
+                idsSeenPastDamage = true
+            }
+            if idsSeenPastDamage && !upgrading {
                 var record: [UInt8] = []
                 JournalFormat.append(.nextID(replayed.nextID), to: &record)
                 try record.withUnsafeBytes { buffer in
@@ -117,6 +134,12 @@ final class Journal: Sendable {
                 try syscall("fsync", path: path) { fsync(fd) }
                 try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
             }
+            if upgrading {
+                let rewritten = try rewriteInCurrentFormat(replayed, path: path, replacing: fd)
+                fd = rewritten.fd
+                validLength = rewritten.length
+                Log.notice("journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
+            }
             let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.records.count)
             journal.startWriter()
             return (journal, Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage))
@@ -124,6 +147,28 @@ final class Journal: Sendable {
             Glibc.close(fd)
             throw error
         }
+    }
+
+    /// Replaces a journal of an older format with the replayed state in the current one (temp
+    /// file, fsync, rename, directory fsync); on failure the old file stays as it was.
+    private static func rewriteInCurrentFormat(_ state: JournalState, path: String, replacing old: Int32) throws
+        -> (fd: Int32, length: Int)
+    {
+        let bytes = JournalFormat.header() + JournalFormat.encode(state.compactedRecords())
+        do {
+            try FileOps.writeAtomically(bytes, to: path)
+        } catch {
+            throw JournalOpenError(
+                message: "cannot rewrite \(path) in the current journal format: \(error); free some space and start again")
+        }
+        let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CLOEXEC) }
+        guard lseek(fd, off_t(bytes.count), SEEK_SET) >= 0 else {
+            let error = SystemError("seek", path: path)
+            Glibc.close(fd)
+            throw error
+        }
+        Glibc.close(old)
+        return (fd, bytes.count)
     }
 
     /// Queues records; they reach the disk within a second. For progress, which may be lost in a crash.
@@ -168,6 +213,8 @@ final class Journal: Sendable {
     /// Records written since the last compaction (or replay), to decide when to compact.
     var recordsSinceCompaction: Int { state.withLock { $0.recordsSinceCompaction } }
     var fileBytes: Int64 { state.withLock { $0.fileBytes } }
+    /// Whether records failed to reach the file since the last successful compaction.
+    var isBehind: Bool { state.withLock { $0.isBehind } }
 
     /// Writes and syncs everything queued, then stops the writer. Blocks until done.
     func close() {
@@ -201,35 +248,38 @@ final class Journal: Sendable {
                 state.queue.removeAll(keepingCapacity: true)
                 return (batch, !state.waiters.isEmpty, state.closing)
             }
-            var failure: (any Error)?
+            // Each item's own failure: a compaction or a record that did not fit fails only the
+            // appends it concerns, not the others written in the same batch.
+            var failures: [UInt64: any Error] = [:]
+            var syncFailure: (any Error)?
             var lastSequence: UInt64 = 0
             for item in batch {
+                lastSequence = item.sequence
                 do {
                     switch item {
-                    case .records(let bytes, let sequence):
-                        lastSequence = sequence
-                        try write(bytes)
-                    case .compaction(let bytes, let sequence):
-                        lastSequence = sequence
-                        try replaceFile(with: bytes)
+                    case .records(let bytes, _): try write(bytes)
+                    case .compaction(let bytes, _): try replaceFile(with: bytes)
                     }
                     if unsyncedSince == nil { unsyncedSince = .now() }
                 } catch {
-                    failure = error
+                    failures[item.sequence] = error
+                    // A failed compaction leaves the old file whole; lost records leave it behind memory.
+                    if case .records = item { state.withLock { $0.isBehind = true } }
                     Log.error("journal: \(error)")
                 }
             }
             let due = unsyncedSince.map { DispatchTime.now() >= $0 + .seconds(1) } ?? false
-            if unsyncedSince != nil && (hasWaiters || closing || due || failure != nil) {
+            if unsyncedSince != nil && (hasWaiters || closing || due || !failures.isEmpty) {
                 do {
                     try descriptor.withLock { fd in _ = try syscall("fdatasync", path: path) { fdatasync(fd) } }
                 } catch {
-                    failure = error
+                    syncFailure = error
+                    state.withLock { $0.isBehind = true }
                     Log.error("journal: \(error)")
                 }
                 unsyncedSince = nil
             }
-            if lastSequence > 0 || failure != nil { resumeWaiters(upTo: lastSequence, failure: failure) }
+            if lastSequence > 0 { resumeWaiters(upTo: lastSequence, failures: failures, syncFailure: syncFailure) }
             if closing && state.withLock({ $0.queue.isEmpty }) {
                 finished.signal()
                 return
@@ -237,13 +287,14 @@ final class Journal: Sendable {
         }
     }
 
-    private func resumeWaiters(upTo sequence: UInt64, failure: (any Error)?) {
+    private func resumeWaiters(upTo sequence: UInt64, failures: [UInt64: any Error], syncFailure: (any Error)?) {
         let ready = state.withLock { state in
             let ready = state.waiters.filter { $0.sequence <= sequence }
             state.waiters.removeAll { $0.sequence <= sequence }
             return ready
         }
         for waiter in ready {
+            let failure = failures[waiter.sequence] ?? syncFailure
             if let failure = failure as? SystemError {
                 waiter.continuation.resume(throwing: WriteError(underlying: failure))
             } else if let failure {
@@ -288,8 +339,17 @@ final class Journal: Sendable {
             Glibc.close(old)
             old = fd
         }
-        state.withLock { $0.fileBytes = Int64(bytes.count) }
-        Log.debug("journal compacted to \(bytes.count) bytes")
+        let caughtUp = state.withLock { state in
+            let wasBehind = state.isBehind
+            state.fileBytes = Int64(bytes.count)
+            state.isBehind = false
+            return wasBehind
+        }
+        if caughtUp {
+            Log.notice("journal: caught up: wrote the live state (\(bytes.count) bytes) after writes that failed")
+        } else {
+            Log.debug("journal compacted to \(bytes.count) bytes")
+        }
     }
 }
 

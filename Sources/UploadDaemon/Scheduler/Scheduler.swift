@@ -39,6 +39,7 @@ actor Scheduler {
     private var retryTimer: Task<Void, Never>?
     private var retryTimerDeadline: Date?
     private var ticker: Task<Void, Never>?
+    private var journalCatchUp: Task<Void, Never>?
     private var lastStatusText = ""
     private var lastStatusAt = ContinuousClock.now - .seconds(10)
     /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
@@ -59,11 +60,13 @@ actor Scheduler {
         self.store = store
         self.requeuedAtStart = requeuedJobs
         self.reservedNextID = store.nextID
+        var readyNow: [(id: JobID, priority: Int)] = []
         for job in store.jobs.values {
             if let token = job.spec.clientToken { clientTokens[token] = job.id }
             guard job.state == .queued else { continue }
-            if let next = job.nextAttemptAt, next > now { delayed.insert(job.id) } else { ready.insert(job.id, priority: job.spec.priority) }
+            if let next = job.nextAttemptAt, next > now { delayed.insert(job.id) } else { readyNow.append((job.id, job.spec.priority)) }
         }
+        ready = ReadyQueue(readyNow)
     }
 
     /// Starts work after replay: requeued jobs are journaled, orphans removed, transfers started.
@@ -96,6 +99,7 @@ actor Scheduler {
         stopping = true
         retryTimer?.cancel()
         ticker?.cancel()
+        journalCatchUp?.cancel()
         let tasks = running.values.map(\.task)
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
@@ -109,7 +113,12 @@ actor Scheduler {
         store.apply(.job(job))
         compactIfWorthwhile()
         if durable {
-            try await dependencies.journal.appendDurably([.job(job)])
+            do {
+                try await dependencies.journal.appendDurably([.job(job)])
+            } catch {
+                catchUpWithJournal()
+                throw error
+            }
         } else {
             dependencies.journal.append([.job(job)])
         }
@@ -131,7 +140,12 @@ actor Scheduler {
     func commitDurably(_ records: [JournalRecord], announcing jobs: [Job]) async throws {
         compactIfWorthwhile()
         defer { for job in jobs { dependencies.events.publishState(info(for: store.jobs[job.id] ?? job)) } }
-        try await dependencies.journal.appendDurably(records)
+        do {
+            try await dependencies.journal.appendDurably(records)
+        } catch {
+            catchUpWithJournal()
+            throw error
+        }
     }
 
     /// Rewrites the journal when it holds far more records than live jobs.
@@ -139,6 +153,29 @@ actor Scheduler {
         let written = dependencies.journal.recordsSinceCompaction
         guard written > max(10_000, store.jobs.count * 4) else { return }
         dependencies.journal.compact(store.compactedRecords())
+    }
+
+    /// After a failed write (a full disk) memory is ahead of the journal: every two seconds, until
+    /// one succeeds, compact it (write the live state), so it catches up by itself once there is
+    /// room. A compaction that fails leaves the old file as it was.
+    private func catchUpWithJournal() {
+        guard journalCatchUp == nil else { return }
+        journalCatchUp = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(2))
+                guard !Task.isCancelled, let self, await self.compactIfBehind() else { return }
+            }
+        }
+    }
+
+    /// Queues a compaction if the journal is behind; false once it has caught up.
+    private func compactIfBehind() -> Bool {
+        guard dependencies.journal.isBehind else {
+            journalCatchUp = nil
+            return false
+        }
+        dependencies.journal.compact(store.compactedRecords())
+        return true
     }
 
     // MARK: - Picking work
@@ -274,11 +311,7 @@ actor Scheduler {
         dependencies.reportStatus(text)
     }
 
-    func stateCounts() -> [JobState: Int] {
-        var counts: [JobState: Int] = [:]
-        for job in store.jobs.values { counts[job.state, default: 0] += 1 }
-        return counts
-    }
+    func stateCounts() -> [JobState: Int] { store.stateCounts.filter { $0.value > 0 } }
 
     /// The public view of a job, with live numbers when it is running.
     func info(for job: Job, includeHistory: Bool = false) -> JobInfo {

@@ -123,7 +123,8 @@ enum SourceCheck {
         case S_IFSOCK: throw .source("\(path) is a socket; only regular files can be uploaded")
         default: throw .source("\(path) is not a regular file")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else { throw .source(SystemError("read", path: path).description) }
         return fd
     }

@@ -16,7 +16,8 @@ final class SourceFile: Sendable {
     init(snapshot: SourceSnapshot, displayPath: String) throws(TransferFailure) {
         self.snapshot = snapshot
         self.displayPath = displayPath
-        let fd = open(snapshot.path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        // O_NONBLOCK: a FIFO put in the file's place must not hang the open (regular files ignore it).
+        let fd = open(snapshot.path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else {
             let error = SystemError("read", path: snapshot.path)
             if snapshot.kind == .original && error.errno == ENOENT {

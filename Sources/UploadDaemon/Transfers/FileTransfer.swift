@@ -68,6 +68,8 @@ struct FileTransfer: Transfer {
             meter.add(Int(offset - before))
         }
         guard fsync(fd) == 0 else { throw TransferFailure.io(SystemError("fsync", path: temp).description) }
+        // Checked before the rename: a file that changed while it was copied never gets the final name.
+        try source.verifyUnchanged()
         guard rename(temp, destination) == 0 else {
             throw TransferFailure.io(SystemError("rename", path: destination).description)
         }

@@ -54,7 +54,7 @@ struct TargetResolver: Sendable {
         target.credentials = try credentials(spec: spec, remote: remote)
 
         switch destination {
-        case .http(let url):
+        case .http:
             // A trailing slash names a directory: the file keeps its name there. post sends to the
             // URL itself: the name travels in the multipart part.
             if !probeForTus { target.settle(uploadProtocol) }

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import UploadCore
+
+@testable import UploadDaemon
+
+/// Lines in, lines out: every answer is one JSON line, results are encoded straight from their types.
+@Suite("ControlHandler: requests to answers")
+struct ControlHandlerTests {
+    static func handler(_ harness: SchedulerHarness) -> ControlHandler {
+        ControlHandler(
+            scheduler: harness.scheduler, events: harness.events, reload: {},
+            status: {
+                DaemonStatus(
+                    version: "test", pid: 1, uptime: 0, jobs: [:], speed: 0, maxTransfers: 1, stateDirectory: "/s",
+                    cacheDirectory: "/c", socket: "/sock", journalBytes: 0, journalDamage: nil, configWarnings: [])
+            })
+    }
+
+    static let client = ControlHandler.Client(key: ObjectIdentifier(ControlHandlerTests.self), deliver: { _ in })
+
+    static func answer(_ line: String, _ handler: ControlHandler) async throws -> JSONValue? {
+        guard let bytes = await handler.handle(line: Array(line.utf8), client: client) else { return nil }
+        #expect(bytes.last == UInt8(ascii: "\n"))
+        #expect(bytes.dropLast().contains(UInt8(ascii: "\n")) == false, "one line")
+        return try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
+    }
+
+    @Test func everyKindOfAnswerIsOneLine() async throws {
+        let harness = try await SchedulerHarness()
+        let handler = Self.handler(harness)
+        let parseError = try await Self.answer("{nope", handler)
+        #expect(parseError?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.parseErrorCode)))
+        let emptyBatch = try await Self.answer("[]", handler)
+        #expect(emptyBatch?.objectValue?["error"] != nil)
+        #expect(try await Self.answer(#"{"jsonrpc":"2.0","method":"job.list"}"#, handler) == nil, "a notification gets no answer")
+
+        let list = try await Self.answer(#"{"jsonrpc":"2.0","id":"x","method":"job.list"}"#, handler)
+        #expect(list == .object(["jsonrpc": .string("2.0"), "id": .string("x"), "result": .object(["jobs": .array([])])]))
+
+        let batch = try await Self.answer(
+            #"[{"jsonrpc":"2.0","id":1,"method":"job.list"},{"jsonrpc":"2.0","id":2,"method":"no.such"},{"jsonrpc":"2.0","method":"job.list"}]"#,
+            handler)
+        guard case .array(let answers)? = batch else {
+            Issue.record("a batch answers with an array: \(String(describing: batch))")
+            return
+        }
+        #expect(answers.count == 2)
+        #expect(answers.first?.objectValue?["id"] == .number(1))
+        #expect(answers.last?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.methodNotFoundCode)))
+    }
+
+    @Test func addedJobsComeBackAsTheirInfo() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        let path = try harness.directory.write("src/a.txt", "a")
+        let request = #"{"jsonrpc":"2.0","id":7,"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/"}}"#
+        let added = try await Self.answer(request, handler)
+        let job = try #require(added?.objectValue?["result"]).decode(JobInfo.self)
+        #expect(job.source == path)
+        #expect(job.state == .queued || job.state == .running)
+    }
+}

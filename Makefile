@@ -1,6 +1,7 @@
 # uploadd — build, run, test, install.
 #   make run       install build dependencies, build, run the daemon in the foreground
-#   make test      install test dependencies, build, start the test servers, run every test
+#   make test      install test dependencies, build, start the test servers, run every test,
+#                  then the benchmark suite at tiny sizes
 #   make bench     run the benchmark suite against curl, rclone, aws-cli, tuspy (BENCH_FLAGS=--quick)
 #   make install   put binaries and user units under ~/.local (PREFIX/DESTDIR for packagers)
 
@@ -50,6 +51,8 @@ test: test-deps
 	contrib/scripts/fuzz -t $(FUZZ_SECONDS)
 	$(SERVERS) start
 	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter IntegrationTests; status=$$?; $(SERVERS) stop; exit $$status
+	# The benchmark suite at tiny sizes (a release build, every peer, ~30 s): it must keep running.
+	python3 contrib/bench/run.py --quick --out .build/bench-quick/RESULTS.md
 
 test-servers:
 	$(SERVERS) start

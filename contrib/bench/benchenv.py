@@ -90,10 +90,10 @@ def ensure_bench_venv() -> Path:
 
 
 def build_release() -> None:
-    log("swift build -c release")
-    result = subprocess.run(["swift", "build", "-c", "release"], cwd=REPO, capture_output=True, text=True)
+    log("make release")  # the same build `make install` installs
+    result = subprocess.run(["make", "release"], cwd=REPO, capture_output=True, text=True)
     if result.returncode != 0:
-        raise SetupError(f"swift build -c release failed:\n{(result.stdout + result.stderr)[-4000:]}")
+        raise SetupError(f"make release failed:\n{(result.stdout + result.stderr)[-4000:]}")
 
 
 def setup(build: bool) -> None:

@@ -61,9 +61,11 @@ enum Log {
 
     /// A line about one job: under journald a structured entry with UPLOAD_JOB_ID= and friends,
     /// elsewhere a plain line.
-    static func job(_ level: LogLevel, _ job: JobLogContext, _ message: @autoclosure () -> String) {
+    /// The context is built only when the line is logged (it redacts the destination).
+    static func job(_ level: LogLevel, _ job: @autoclosure () -> JobLogContext, _ message: @autoclosure () -> String) {
         let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
         guard level <= limit else { return }
+        let job = job()
         let text = "job \(job.id): \(message())"
         if journald {
             JournalFields.send(message: text, level: level, job: job)

@@ -17,7 +17,7 @@ extension Scheduler {
         }
         if job.resolvedProtocol == nil && !target.probeForTus { job.resolvedProtocol = target.uploadProtocol }
         job.record("attempt \(job.attempts) started (\(target.probeForTus ? "auto" : target.uploadProtocol.rawValue))", at: Date())
-        Log.job(.info, JobLogContext(job), job.history.last?.message ?? "started")
+        Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
         store.apply(.job(job))
         dependencies.events.publishState(info(for: job))
         dependencies.journal.append([.job(job)])

@@ -89,6 +89,8 @@ def markdown(results: dict) -> str:
     notes = [n for sc in results["scenarios"] for n in sc.get("notes", [])]
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    lines += ["", "Why each missed target is missed, with its profile: `contrib/bench/README.md`, "
+              "\"Targets missed, and what bounds them\"."]
     return "\n".join(lines) + "\n"
 
 

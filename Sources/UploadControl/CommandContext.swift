@@ -56,4 +56,9 @@ struct CommandContext {
         let data = try JSONCoding.encoder.encode(value)
         output.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
     }
+
+    /// The daemon's answer as it came (it uses the same encoder settings).
+    func printJSON(_ result: RPCResult) throws {
+        output.standardOutput(String(decoding: result.json, as: UTF8.self) + "\n")
+    }
 }

@@ -52,7 +52,7 @@ final class ControlConnection {
     deinit { close(descriptor) }
 
     /// Sends one request and returns its result; throws the daemon's `RPCError` or a `ControlClientError`.
-    func call(_ method: ControlMethod, _ params: JSONValue = .object([:])) throws -> JSONValue {
+    func call(_ method: ControlMethod, _ params: JSONValue = .object([:])) throws -> RPCResult {
         try callBatch([(method, params)])[0].get()
     }
 
@@ -73,7 +73,7 @@ final class ControlConnection {
     ///
     /// A batch that would exceed the daemon's line limit (`ControlProtocol.maxLineLength`) goes out as
     /// several batch lines instead of being refused whole.
-    func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<JSONValue, RPCError>] {
+    func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<RPCResult, RPCError>] {
         guard !calls.isEmpty else { return [] }
         let firstID = nextRequestID
         nextRequestID += calls.count
@@ -82,7 +82,7 @@ final class ControlConnection {
         }
         for line in try Self.encodeLines(requests[...]) { try send(line) }
 
-        var outcomes = [Result<JSONValue, RPCError>?](repeating: nil, count: calls.count)
+        var outcomes = [Result<RPCResult, RPCError>?](repeating: nil, count: calls.count)
         var unanswered = calls.count
         while unanswered > 0 {
             guard let message = try readMessage(until: nil) else { continue }

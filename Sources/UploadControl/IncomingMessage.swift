@@ -5,7 +5,23 @@ import UploadCore
 struct RPCReply: Equatable, Sendable {
     /// The request's id, or nil when the daemon could not tell which request it answers (a parse error).
     var id: Int?
-    var outcome: Result<JSONValue, RPCError>
+    var outcome: Result<RPCResult, RPCError>
+}
+
+/// A result as JSON text, decoded only into the type a command wants (or printed as it came):
+/// a list of 10,000 jobs never becomes a `JSONValue` tree.
+struct RPCResult: Equatable, Sendable {
+    var json: [UInt8]
+
+    init(json: [UInt8]) { self.json = json }
+
+    init(_ value: JSONValue) {
+        json = (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array("null".utf8)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONCoding.decoder.decode(T.self, from: Data(json))
+    }
 }
 
 /// One line from the daemon: answers (one, or a batch's array) or a notification.
@@ -15,6 +31,7 @@ enum IncomingMessage: Sendable {
 
     /// Reads one line. Anything that is not JSON-RPC from the daemon is `unexpectedAnswer`.
     static func decode(line: [UInt8]) throws(ControlClientError) -> IncomingMessage {
+        if let reply = resultReply(line) { return .replies([reply]) }
         let value: JSONValue
         do {
             value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
@@ -55,6 +72,31 @@ enum IncomingMessage: Sendable {
             }
             return RPCReply(id: id, outcome: .failure(rpcError))
         }
-        return RPCReply(id: id, outcome: .success(object["result"] ?? .null))
+        return RPCReply(id: id, outcome: .success(RPCResult(object["result"] ?? .null)))
+    }
+
+    private static let resultPrefix = Array(#"{"id":"#.utf8)
+    private static let resultInfix = Array(#","jsonrpc":"2.0","result":"#.utf8)
+
+    /// A lone answer exactly as uploadd writes one (`RPCLine`: `{"id":N,"jsonrpc":"2.0","result":…}`)
+    /// is cut apart without parsing its result; anything else goes the general way.
+    private static func resultReply(_ line: [UInt8]) -> RPCReply? {
+        guard line.starts(with: resultPrefix), line.last == UInt8(ascii: "}") else { return nil }
+        var index = resultPrefix.count
+        var id = 0
+        while index < line.count, let digit = line[index].asciiDigit, id < Int.max / 20 {
+            id = id * 10 + digit
+            index += 1
+        }
+        guard index > resultPrefix.count, line[index...].starts(with: resultInfix) else { return nil }
+        let resultStart = index + resultInfix.count
+        guard resultStart < line.count - 1 else { return nil }
+        return RPCReply(id: id, outcome: .success(RPCResult(json: Array(line[resultStart..<(line.count - 1)]))))
+    }
+}
+
+extension UInt8 {
+    fileprivate var asciiDigit: Int? {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) ? Int(self - UInt8(ascii: "0")) : nil
     }
 }

@@ -20,7 +20,11 @@ public struct LineFramer: Sendable {
     /// Bytes buffered for a line not yet complete.
     public var bufferedCount: Int { pending.count }
 
-    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) -> [Output] where Bytes.Element == UInt8 {
+    public mutating func feed(_ bytes: [UInt8]) -> [Output] { feed(bytes[...]) }
+
+    /// Concrete, not generic over collections: called across modules, a generic version runs
+    /// unspecialized, a witness call per byte (a quarter of uploadctl's time for a 10 MB answer).
+    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [Output] {
         guard !overflowed else { return [] }
         var outputs: [Output] = []
         var start = bytes.startIndex
@@ -34,7 +38,7 @@ public struct LineFramer: Sendable {
             }
             if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
             outputs.append(.line(pending))
-            pending.removeAll(keepingCapacity: true)
+            pending = []
             start = bytes.index(after: newline)
         }
         pending.append(contentsOf: bytes[start...])

@@ -23,9 +23,9 @@ import UploadCore
             (.hello, .object([:])), (.cancel, .object([:])), (.status, .object([:])),
         ])
         #expect(outcomes.count == 3)
-        #expect(try outcomes[0].get() == .object(["method": .string("daemon.hello")]))
+        #expect(try outcomes[0].get().decode(JSONValue.self) == .object(["method": .string("daemon.hello")]))
         #expect(throws: RPCError(code: -32001, message: "no job 9")) { try outcomes[1].get() }
-        #expect(try outcomes[2].get() == .object(["method": .string("daemon.status")]))
+        #expect(try outcomes[2].get().decode(JSONValue.self) == .object(["method": .string("daemon.status")]))
         #expect(daemon.requestLines.count == 1)
         #expect(daemon.requestLines[0].hasPrefix("[{"))
 
@@ -113,6 +113,31 @@ import UploadCore
             return
         }
         #expect(replies == [RPCReply(id: nil, outcome: .failure(RPCError(code: -32700, message: "parse error: x")))])
+    }
+
+    @Test func uploaddsOwnAnswerLayoutKeepsTheResultAsItCame() throws {
+        let result = #"{"jobs":[{"id":1,"source":"/a \"b\"}"}]}"#
+        let line = #"{"id":42,"jsonrpc":"2.0","result":"# + result + "}"
+        guard case .replies(let replies) = try IncomingMessage.decode(line: Array(line.utf8)) else {
+            Issue.record("not a reply")
+            return
+        }
+        #expect(replies == [RPCReply(id: 42, outcome: .success(RPCResult(json: Array(result.utf8))))])
+    }
+
+    @Test(arguments: [
+        #"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#, #"{"id":7,"result":{"a":1},"jsonrpc":"2.0"}"#,
+        #"{"id":7,"jsonrpc":"2.0","result":{"a":1} }"#,
+    ])
+    func otherLayoutsAreParsedTheGeneralWay(line: String) throws {
+        guard case .replies(let replies) = try IncomingMessage.decode(line: Array(line.utf8)),
+            let reply = replies.first, replies.count == 1
+        else {
+            Issue.record("not one reply")
+            return
+        }
+        #expect(reply.id == 7)
+        #expect(try reply.outcome.get().decode(JSONValue.self) == .object(["a": .number(1)]))
     }
 
     @Test(arguments: ["not json", "42", #"[1]"#, #"{"id":1,"error":{"nope":true}}"#])

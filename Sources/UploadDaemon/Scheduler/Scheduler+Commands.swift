@@ -12,9 +12,10 @@ extension Scheduler {
         guard !stopping else { throw RPCError(code: RPCError.shuttingDownCode, message: "uploadd is stopping; add the file again once it is back") }
         let snapshots = dependencies.snapshots
         let source = spec.source
+        let original: SourceSnapshot
         do {
             // Checked before an ID is handed out, so a mistyped path does not leave a gap in the IDs.
-            _ = try await Blocking.run { close(try SourceCheck.openRegularFile(source)) }
+            original = try await Blocking.run { try snapshots.original(of: source) }
         } catch {
             throw RPCError(code: RPCError.sourceErrorCode, message: (error as? TransferFailure)?.error.message ?? "\(error)")
         }
@@ -22,7 +23,10 @@ extension Scheduler {
         reservedNextID += 1
         let snapshot: SourceSnapshot
         do {
-            snapshot = try await Blocking.run { try snapshots.snapshot(source: spec.source, id: id, mode: spec.snapshot) }
+            // Without a copy to make, the file as just checked is the snapshot: one trip to the disk.
+            snapshot =
+                spec.snapshot == .none
+                ? original : try await Blocking.run { try snapshots.snapshot(source: source, id: id, mode: spec.snapshot) }
         } catch let failure as TransferFailure {
             let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
             throw RPCError(code: code, message: failure.error.message)

@@ -19,15 +19,27 @@ struct SnapshotCache: Sendable {
     func path(for id: JobID) -> String { "\(directory)/\(id)" }
 
     /// Checks the source and takes its snapshot. Blocking: call it off the cooperative pool.
-    func snapshot(source: String, id: JobID, mode: SnapshotMode) throws(TransferFailure) -> SourceSnapshot {
-        let sourceFD = try SourceCheck.openRegularFile(source)
-        defer { close(sourceFD) }
+    /// The file itself, as it is now (what `--snapshot none` uploads): checked to be a regular
+    /// file and readable.
+    func original(of source: String) throws(TransferFailure) -> SourceSnapshot {
+        let fd = try SourceCheck.openRegularFile(source)
+        defer { close(fd) }
+        return Self.original(source, fd: fd)
+    }
+
+    private static func original(_ source: String, fd: Int32) -> SourceSnapshot {
         var info = stat()
-        fstat(sourceFD, &info)
-        let original = SourceSnapshot(
+        fstat(fd, &info)
+        return SourceSnapshot(
             kind: .original, path: source, size: Int64(info.st_size), device: UInt64(info.st_dev),
             inode: UInt64(info.st_ino),
             modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    func snapshot(source: String, id: JobID, mode: SnapshotMode) throws(TransferFailure) -> SourceSnapshot {
+        let sourceFD = try SourceCheck.openRegularFile(source)
+        defer { close(sourceFD) }
+        let original = Self.original(source, fd: sourceFD)
         if mode == .none { return original }
 
         let target = path(for: id)

@@ -19,6 +19,24 @@ struct SchedulerCommandTests {
         await harness.stop()
     }
 
+    /// Orphaned copies are swept when the scheduler is made, before the socket serves anyone. When
+    /// the sweep ran in start(), an add that socket activation had queued could make its copy
+    /// while start() waited for the actor, and lose it to the sweep (seen in SystemdTests).
+    @Test func orphansAreSweptBeforeAnyAddNotAtStart() async throws {
+        let directory = try TemporaryDirectory("uploadd-scheduler")
+        try FileOps.makeDirectory(directory.path + "/cache/snapshots")
+        let orphan = try directory.write("cache/snapshots/77", "left by a crash")
+        let harness = try await SchedulerHarness(
+            config: SchedulerHarness.config(), fake: FakeTransfer(defaultStep: .hold), reusing: directory, start: false)
+        #expect(!FileManager.default.fileExists(atPath: orphan), "a real orphan goes before anything is served")
+        let id = try await harness.add("early.bin", snapshot: .copy)
+        let copy = try #require(await harness.scheduler.store.jobs[id]?.snapshot)
+        #expect(copy.isCached)
+        await harness.scheduler.start()
+        #expect(FileManager.default.fileExists(atPath: copy.path), "the copy of a job added before start() is kept")
+        await harness.stop()
+    }
+
     @Test func badParamsAreInvalidParams() async throws {
         let harness = try await SchedulerHarness()
         let error = await #expect(throws: RPCError.self) {

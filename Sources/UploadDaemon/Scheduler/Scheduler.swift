@@ -67,13 +67,17 @@ actor Scheduler {
             if let next = job.nextAttemptAt, next > now { delayed.insert(job.id) } else { readyNow.append((job.id, job.spec.priority)) }
         }
         ready = ReadyQueue(readyNow)
+        // Here, before the control socket serves anyone: a copy made for a job added while the
+        // daemon starts up must not be taken for an orphan (socket activation queues that add
+        // before the daemon even runs).
+        dependencies.snapshots.removeOrphans(
+            keeping: Set(store.jobs.values.compactMap { $0.snapshot?.isCached == true ? $0.snapshot?.path : nil }))
     }
 
-    /// Starts work after replay: requeued jobs are journaled, orphans removed, transfers started.
+    /// Starts work after replay: requeued jobs are journaled, transfers started.
     func start() {
         if !requeuedAtStart.isEmpty { dependencies.journal.append(requeuedAtStart.map { .job($0) }) }
         requeuedAtStart = []
-        dependencies.snapshots.removeOrphans(keeping: Set(store.jobs.values.compactMap { $0.snapshot?.isCached == true ? $0.snapshot?.path : nil }))
         compactIfWorthwhile()
         // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
         // the discard went through): try again.

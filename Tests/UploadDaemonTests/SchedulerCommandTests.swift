@@ -37,6 +37,23 @@ struct SchedulerCommandTests {
         await harness.stop()
     }
 
+    /// A kill after a job's completion is on disk but before its copy is deleted: the next start
+    /// deletes the copy.
+    @Test func aCompletedJobsLeftoverCopyGoesAtTheNextStart() async throws {
+        let first = try await SchedulerHarness(config: SchedulerHarness.config())
+        let id = try await first.add("done.bin", snapshot: .copy)
+        #expect(await first.wait(id, .completed))
+        let copy = try #require(await first.scheduler.store.jobs[id]?.snapshot)
+        #expect(copy.isCached)
+        _ = try first.directory.write("cache/snapshots/" + (copy.path as NSString).lastPathComponent, "left behind")
+        await first.stop()
+
+        let second = try await SchedulerHarness(config: SchedulerHarness.config(), reusing: first.directory, start: false)
+        #expect(!FileManager.default.fileExists(atPath: copy.path))
+        #expect(await second.state(id) == .completed)
+        await second.stop()
+    }
+
     @Test func badParamsAreInvalidParams() async throws {
         let harness = try await SchedulerHarness()
         let error = await #expect(throws: RPCError.self) {

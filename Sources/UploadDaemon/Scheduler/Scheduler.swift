@@ -69,9 +69,13 @@ actor Scheduler {
         ready = ReadyQueue(readyNow)
         // Here, before the control socket serves anyone: a copy made for a job added while the
         // daemon starts up must not be taken for an orphan (socket activation queues that add
-        // before the daemon even runs).
+        // before the daemon even runs). Completed and canceled jobs are done with their copies; a
+        // kill between their final record and the copy's deletion leaves one behind.
         dependencies.snapshots.removeOrphans(
-            keeping: Set(store.jobs.values.compactMap { $0.snapshot?.isCached == true ? $0.snapshot?.path : nil }))
+            keeping: Set(
+                store.jobs.values.compactMap { job in
+                    job.snapshot?.isCached == true && job.state != .completed && job.state != .canceled ? job.snapshot?.path : nil
+                }))
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.

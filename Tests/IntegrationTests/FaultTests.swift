@@ -146,12 +146,22 @@ final class FaultTests {
         try expectCompleted(run)
         #expect(run.job.attempts == 2)
         #expect(run.job.history?.contains { $0.message.contains("stalled") } == true, "\(run.job.history ?? [])")
-        let stalled = try #require(run.stats.conns.first)
-        #expect(stalled.closedBy == "client", "the daemon gave up on the stalled connection")
-        let silent = try #require(stalled.closed.flatMap { closed in stalled.lastUp.map { closed - $0 } })
-        print("measured: PUT stall detected \(String(format: "%.2f", silent)) s after the last byte (stall_timeout 3 s)")
+        #expect(run.stats.conns.first?.closedBy == "client", "the daemon gave up on the stalled connection")
+        let silent = try stallSilence(run.stats, "PUT")
         #expect(silent >= Self.stallTimeout - 0.5, "not before stall_timeout: \(silent) s")
         #expect(silent <= Self.stallTimeout + 2.5, "a stall is 'no bytes for stall_timeout seconds'; detected after \(silent) s")
+    }
+
+    /// Seconds from the last byte up the stalled (first) connection to its close: how long the
+    /// daemon took to notice the stall.
+    private func stallSilence(_ stats: FaultProxy.Stats, _ what: String, sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> Double
+    {
+        let stalled = try #require(stats.conns.first, sourceLocation: sourceLocation)
+        let silent = try #require(
+            stalled.closed.flatMap { closed in stalled.lastUp.map { closed - $0 } }, sourceLocation: sourceLocation)
+        print("measured: \(what) stall detected \(String(format: "%.2f", silent)) s after the last byte (stall_timeout \(Self.stallTimeout) s)")
+        return silent
     }
 
     @Test func putTrickleIsSlowNotStalled() throws {
@@ -324,9 +334,7 @@ final class FaultTests {
     @Test func tusResumesAfterAStall() throws {
         let run = try tusThrough([.stall(seconds: 60, after: 3 << 20 + 512 << 10)])
         try expectTusResumed(run)
-        let stalled = try #require(run.stats.conns.first)
-        let silent = try #require(stalled.closed.flatMap { closed in stalled.lastUp.map { closed - $0 } })
-        print("measured: tus stall detected \(String(format: "%.2f", silent)) s after the last byte")
+        let silent = try stallSilence(run.stats, "tus")
         #expect(silent <= Self.stallTimeout + 2.5, "detected after \(silent) s")
     }
 
@@ -381,9 +389,7 @@ final class FaultTests {
     @Test func chunkedResumesAfterAStall() throws {
         let run = try chunkedThrough([.stall(seconds: 60, after: 3 << 20 + 512 << 10)])
         try expectChunkedResumed(run)
-        let stalled = try #require(run.stats.conns.first)
-        let silent = try #require(stalled.closed.flatMap { closed in stalled.lastUp.map { closed - $0 } })
-        print("measured: chunked stall detected \(String(format: "%.2f", silent)) s after the last byte")
+        let silent = try stallSilence(run.stats, "chunked")
         #expect(silent <= Self.stallTimeout + 2.5, "detected after \(silent) s")
     }
 

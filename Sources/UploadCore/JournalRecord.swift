@@ -82,14 +82,15 @@ public enum JournalFormat {
         return buffer
     }
 
-    private static func decodePayload(type: UInt8, _ payload: ArraySlice<UInt8>, version: UInt32) throws -> JournalRecord? {
-        if version >= 2 {
-            return try payload.withUnsafeBytes { (bytes) throws(BinaryDecodingError) in
-                var reader = BinaryReader(bytes)
-                return try JournalRecord.readPayload(type: type, from: &reader)
-            }
+    /// A format 2 payload, or with `formatOne` (one decoder for a whole pass) a format 1 payload.
+    private static func decodePayload(type: UInt8, _ payload: ArraySlice<UInt8>, formatOne: JSONDecoder?) throws
+        -> JournalRecord?
+    {
+        if let formatOne { return try decodeJSONPayload(type: type, Data(payload), decoder: formatOne) }
+        return try payload.withUnsafeBytes { (bytes) throws(BinaryDecodingError) in
+            var reader = BinaryReader(bytes)
+            return try JournalRecord.readPayload(type: type, from: &reader)
         }
-        return try decodeJSONPayload(type: type, Data(payload), decoder: JSONDecoder())
     }
 
     /// Format 1, read only.
@@ -136,6 +137,7 @@ public enum JournalFormat {
         guard version >= 1 else { throw .notAJournal }
 
         var records: [JournalRecord] = []
+        let formatOne = version < 2 ? JSONDecoder() : nil
         var offset = headerSize
         while offset < bytes.count {
             func damage(_ reason: String) -> JournalContents {
@@ -153,7 +155,7 @@ public enum JournalFormat {
             guard actual == crc else { return damage("a record's checksum does not match") }
             let record: JournalRecord?
             do {
-                record = try decodePayload(type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], version: version)
+                record = try decodePayload(type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], formatOne: formatOne)
             } catch {
                 return damage("a record does not decode: \(error)")
             }
@@ -169,6 +171,7 @@ public enum JournalFormat {
     /// handed out again.
     public static func highestJobID(scanning bytes: ArraySlice<UInt8>, version: UInt32 = JournalFormat.version) -> UInt64? {
         var highest: UInt64?
+        let formatOne = version < 2 ? JSONDecoder() : nil
         var offset = bytes.startIndex
         while offset + frameOverhead <= bytes.endIndex {
             let length = Int(readUInt32(Array(bytes[offset..<offset + 4]), at: 0))
@@ -176,7 +179,7 @@ public enum JournalFormat {
             if length <= maxPayloadSize, end <= bytes.endIndex {
                 let crc = readUInt32(Array(bytes[(offset + 4)..<(offset + 8)]), at: 0)
                 let actual = bytes[(offset + 8)..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
-                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], bytes[(offset + 9)..<end], version: version) {
+                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], bytes[(offset + 9)..<end], formatOne: formatOne) {
                     let id: UInt64?
                     switch record {
                     case .job(let job): id = job.id.rawValue

@@ -152,7 +152,7 @@ final class ControlConnection {
                 case .tooLong:
                     let error = RPCError.invalidRequest(
                         "a request line is longer than \(ControlProtocol.maxLineLength) bytes; closing the connection")
-                    sendAndClose(ControlHandler.line(RPCResponse(id: .null, error: error)) + ControlHandler.newline)
+                    sendAndClose(ControlHandler.answerLine(RPCResponse(id: .null, error: error)))
                     return
                 }
             }

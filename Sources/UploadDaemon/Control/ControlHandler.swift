@@ -21,11 +21,11 @@ struct ControlHandler: Sendable {
         do {
             value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
         } catch {
-            return Self.line(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error)))) + Self.newline
+            return Self.answerLine(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error))))
         }
         switch value {
         case .array(let items):
-            guard !items.isEmpty else { return Self.line(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) + Self.newline }
+            guard !items.isEmpty else { return Self.answerLine(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) }
             // Up to 64 requests of a batch at once: enough for adds to share journal syncs, few
             // enough that a batch of 10,000 does not hold 10,000 tasks and their answers at once.
             let answers = await withTaskGroup(of: (Int, [UInt8]?).self) { group in
@@ -156,7 +156,7 @@ struct ControlHandler: Sendable {
     }
 
     private static let emptyObject = Array("{}".utf8)
-    static let newline = [UInt8(ascii: "\n")]
+    private static let newline = [UInt8(ascii: "\n")]
 
     private func encodeResult<T: Encodable>(_ value: T) throws(RPCError) -> [UInt8] {
         do {
@@ -166,7 +166,10 @@ struct ControlHandler: Sendable {
         }
     }
 
-    /// An answer as a line without its newline.
+    /// An answer as a whole line, newline included: what goes on the wire for a lone answer.
+    static func answerLine(_ response: RPCResponse) -> [UInt8] { line(response) + newline }
+
+    /// An answer as a line without its newline (a batch's element).
     static func line(_ response: RPCResponse) -> [UInt8] {
         (try? JSONCoding.encoder.encode(response)).map { [UInt8]($0) }
             ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)

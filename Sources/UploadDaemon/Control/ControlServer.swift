@@ -60,7 +60,7 @@ final class ControlServer: @unchecked Sendable {
             guard CShims_peer_credentials(fd, &pid, &uid, &gid) == 0, uid == getuid() else {
                 Log.warning("control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
                 let error = RPCError(code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user")
-                var bytes = ControlHandler.line(RPCResponse(id: .null, error: error)) + ControlHandler.newline
+                var bytes = ControlHandler.answerLine(RPCResponse(id: .null, error: error))
                 _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 continue

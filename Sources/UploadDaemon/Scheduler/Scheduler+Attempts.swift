@@ -84,11 +84,7 @@ extension Scheduler {
         guard let job = store.jobs[id], job.state == .running else { throw CancellationError() }
         let progress = JobProgress(id: id, bytesAcked: max(bytesAcked, 0), checkpoint: checkpoint)
         store.apply(.progress(progress))
-        if durable {
-            try await dependencies.journal.appendDurably([.progress(progress)])
-        } else {
-            dependencies.journal.append([.progress(progress)])
-        }
+        try await journal([.progress(progress)], durable: durable)
     }
 
     /// A transfer's remark for the job's history.

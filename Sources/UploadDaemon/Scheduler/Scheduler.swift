@@ -120,16 +120,7 @@ actor Scheduler {
     func commit(_ job: Job, durable: Bool, beforeAnnouncing: () -> Void = {}) async throws {
         store.apply(.job(job))
         compactIfWorthwhile()
-        if durable {
-            do {
-                try await dependencies.journal.appendDurably([.job(job)])
-            } catch {
-                catchUpWithJournal()
-                throw error
-            }
-        } else {
-            dependencies.journal.append([.job(job)])
-        }
+        try await journal([.job(job)], durable: durable)
         beforeAnnouncing()
         // Subscribers hear of a change only once it is on disk (for durable changes).
         dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
@@ -148,6 +139,16 @@ actor Scheduler {
     func commitDurably(_ records: [JournalRecord], announcing jobs: [Job]) async throws {
         compactIfWorthwhile()
         defer { for job in jobs { dependencies.events.publishState(info(for: store.jobs[job.id] ?? job)) } }
+        try await journal(records, durable: true)
+    }
+
+    /// Appends records; a durable append returns once they are on disk. After a durable write
+    /// fails (a full disk) memory is ahead of the journal, so catching up starts.
+    func journal(_ records: [JournalRecord], durable: Bool) async throws {
+        guard durable else {
+            dependencies.journal.append(records)
+            return
+        }
         do {
             try await dependencies.journal.appendDurably(records)
         } catch {

@@ -1,7 +1,8 @@
 # uploadd — build, run, test, install.
 #   make run       install build dependencies, build, run the daemon in the foreground
 #   make test      install test dependencies, build, start the test servers, run every test,
-#                  then the benchmark suite at tiny sizes
+#                  then the benchmark suite at tiny sizes; ends every process it started and
+#                  lists every skipped test
 #   make bench     run the benchmark suite against curl, rclone, aws-cli, tuspy (BENCH_FLAGS=--quick)
 #   make install   put binaries and user units under ~/.local (PREFIX/DESTDIR for packagers)
 
@@ -19,7 +20,7 @@ SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 SERVERS = python3 contrib/test/servers.py
 
-.PHONY: all build release run test test-servers stop-test-servers install uninstall clean deps test-deps bench
+.PHONY: all build release run test test-steps test-servers stop-test-servers install uninstall clean deps test-deps bench
 
 all: build
 
@@ -46,32 +47,67 @@ run: deps release
 
 # Unit tests first, on their own: the integration tests block test threads while they wait for
 # real processes, which would starve the unit tests' actors on a 2-core machine.
-UNIT_TESTS = UploadCoreTests|UploadDaemonTests|UploadControlTests
-# Seconds of libFuzzer per target (journal, control requests, config) in every test run.
+UNIT_TESTS = UploadWireTests|UploadCoreTests|UploadDaemonTests|UploadControlTests
+# The integration suites (a swift test --filter); `make test INTEGRATION_TESTS=TusTests` runs one.
+INTEGRATION_TESTS = IntegrationTests
+# Seconds of libFuzzer per target (journal, control requests, config, server answers) in every
+# test run; a target that runs fewer than FUZZ_MIN_RUNS (1000) inputs fails.
 FUZZ_SECONDS ?= 20
 
-test: test-deps
+# Where the steps leave Swift Testing's event streams (*.jsonl) and the Python tests' verbose logs
+# (*.log), from which the run's closing lines list every skipped test with its reason.
+TEST_REPORTS = .build/test-reports
+# Runs $(1), its output shown and copied to $(2); exits with its status (kept in $(2).status).
+define logged
+($(1) 2>&1; echo $$? > $(2).status) | tee $(2); exit $$(cat $(2).status)
+endef
+
+# A Python unittest run (verbose), logged to $(TEST_REPORTS)/NAME.log (run-contained lists its skips).
+python_tests = $(call logged,$(1),$(TEST_REPORTS)/$(2).log)
+
+# A swift test run of the tests $(1) matches: its event stream in $(TEST_REPORTS)/NAME.jsonl, its
+# output logged to $(TEST_REPORTS)/NAME.out (run-contained repeats a crash report from there at the
+# end of a failed run).
+swift_tests = $(call logged,$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter $(1) \
+	--experimental-event-stream-output $(TEST_REPORTS)/$(2).jsonl,$(TEST_REPORTS)/$(2).out)
+
+# The steps run under contrib/test/run-contained: whatever fails, and on Ctrl-C, every process
+# they started (servers, daemons, a systemd namespace) is ended when they stop, and the wrapper
+# says which ones it had to end. CI (.ci/run) sets UPLOADD_REQUIRE_PRIVILEGED=1, which makes the
+# tests that need root, mounts or namespaces fail where they would otherwise skip.
+test:
+	contrib/test/run-contained --reports $(TEST_REPORTS) -- $(MAKE) --no-print-directory test-steps
+
+test-steps: test-deps
+	mkdir -p $(TEST_REPORTS)
+	# The code's layout, as .swift-format has it (`swift format -i -r Sources Tests` fixes it).
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter '$(UNIT_TESTS)'
+	$(call swift_tests,'$(UNIT_TESTS)',unit-tests)
 	contrib/scripts/fuzz -t $(FUZZ_SECONDS)
+	# The Python test tools' own tests: the reference receiver, the lossy file system.
+	$(call python_tests,python3 -m unittest -v contrib/receiver/test_receiver.py,receiver)
+	$(call python_tests,python3 contrib/test/test_lossyfs.py -v,lossyfs)
 	$(SERVERS) start
-	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter IntegrationTests; status=$$?; $(SERVERS) stop; exit $$status
-	# The benchmark suite at tiny sizes (a release build, every peer, ~30 s): it must keep running.
+	($(call swift_tests,'$(INTEGRATION_TESTS)',integration-tests)); status=$$?; $(SERVERS) stop; exit $$status
+	# The benchmark suite at tiny sizes (a release build, every peer, ~30 s): it must keep running,
+	# and it fails when an upload of uploadd's fails or stores the wrong number of bytes.
 	python3 contrib/bench/run.py --quick --out .build/bench-quick/RESULTS.md
 
 test-servers:
 	$(SERVERS) start
 
 # The benchmark suite (contrib/bench/README.md): `make bench BENCH_FLAGS=--quick` for a smoke run.
+# --strict: a missed target fails the run too.
 bench:
-	python3 contrib/bench/run.py $(BENCH_FLAGS)
+	python3 contrib/bench/run.py --strict $(BENCH_FLAGS)
 
 stop-test-servers:
 	$(SERVERS) stop
 
 install: release
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DOCDIR)
-	install -m 0755 .build/release/uploadd .build/release/uploadctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 .build/release/uploadd .build/release/uploadctl .build/release/uploadd-image $(DESTDIR)$(BINDIR)/
 	for unit in uploadd.service uploadd.socket; do \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' systemd/$$unit > $(DESTDIR)$(USERUNITDIR)/$$unit; \
 		chmod 0644 $(DESTDIR)$(USERUNITDIR)/$$unit; \
@@ -80,7 +116,7 @@ install: release
 	@echo "installed; now: systemctl --user daemon-reload && systemctl --user enable --now uploadd.socket"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/uploadd $(DESTDIR)$(BINDIR)/uploadctl
+	rm -f $(DESTDIR)$(BINDIR)/uploadd $(DESTDIR)$(BINDIR)/uploadctl $(DESTDIR)$(BINDIR)/uploadd-image
 	rm -f $(DESTDIR)$(USERUNITDIR)/uploadd.service $(DESTDIR)$(USERUNITDIR)/uploadd.socket
 	rm -rf $(DESTDIR)$(DOCDIR)
 

@@ -7,28 +7,43 @@ let package = Package(
     products: [
         .executable(name: "uploadd", targets: ["uploadd"]),
         .executable(name: "uploadctl", targets: ["uploadctl"]),
+        .executable(name: "uploadd-image", targets: ["uploadd-image"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
         // Small C helpers: CRC32C, accept4, SO_PEERCRED, FICLONE.
         .target(name: "CShims"),
 
-        .target(name: "UploadCore", dependencies: ["CShims"]),
+        // What clients need to talk to the daemon: the JSON-RPC types, job info, errors, the socket's
+        // place. uploadctl links only this; it is the base of the Swift client library.
+        .target(name: "UploadWire"),
+        // The daemon's model: jobs, their life cycle, the journal's format, retry policy.
+        .target(name: "UploadCore", dependencies: ["UploadWire", "CShims"]),
         .target(
             name: "UploadDaemon",
-            dependencies: ["UploadCore", "CShims", "CCurl", "CSystemd", "COpenSSL"]
+            dependencies: ["UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"]
         ),
-        .target(name: "UploadControl", dependencies: ["UploadCore", "CShims"]),
+        .target(name: "UploadControl", dependencies: ["UploadWire", "CShims", "CNcurses"]),
         .executableTarget(name: "uploadd", dependencies: ["UploadDaemon"]),
         .executableTarget(name: "uploadctl", dependencies: ["UploadControl"]),
+        // The image helper uploadd starts for each image it prepares: libvips, out of the daemon's
+        // process (libvips's API is variadic, so the work is in C).
+        .target(name: "CImagePrep", dependencies: ["CVips", "CSeccomp"]),
+        .executableTarget(name: "uploadd-image", dependencies: ["CImagePrep"]),
 
-        .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore"]),
-        .testTarget(name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore"]),
-        .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadCore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["UploadCore"]),
+        // What several test targets share (a seeded random generator, checkpoint builders).
+        .target(name: "TestSupport", dependencies: ["UploadCore", "UploadWire"], path: "Tests/TestSupport"),
+        .testTarget(name: "UploadWireTests", dependencies: ["UploadWire"]),
+        .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
+        .testTarget(name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire"]),
+        .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadWire"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,7 @@
 #include <systemd/sd-daemon.h>
 #define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-journal.h>
+#include <systemd/sd-bus.h>
 
 // sd_journal_send is variadic; this sends up to 8 prepared "KEY=value" fields through sd_journal_sendv.
 static inline int CSystemd_journal_send_fields(const char *const *fields, int count) {
@@ -14,6 +15,12 @@ static inline int CSystemd_journal_send_fields(const char *const *fields, int co
         iov[i].iov_len = __builtin_strlen(fields[i]);
     }
     return sd_journal_sendv(iov, count);
+}
+
+// SD_BUS_ERROR_NULL as a function: the macro is an initializer Swift cannot import.
+static inline sd_bus_error CSystemd_bus_error_null(void) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    return error;
 }
 
 #endif

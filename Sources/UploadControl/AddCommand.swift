@@ -1,38 +1,58 @@
-import UploadCore
+import Glibc
+import UploadWire
 
 /// `uploadctl add PATH... --to DEST [options]`: queues one job per file.
 struct AddCommand: ControlCommand {
     static let name = "add"
     static let abstract = "Queue files for upload and print one job ID per line"
     static let synopsis = """
-        PATH... --to DEST [--protocol auto|put|post|tus|s3|chunked|file] [--header 'K: V']...
-              [--field K=V]... [--user USER[:PASSWORD]] [--chunk-size SIZE] [--priority N]
-              [--snapshot auto|copy|none] [--image SPEC] [--wait]
+        PATH... --to DEST [--protocol \(UploadProtocol.alternatives)] [--header 'K: V']...
+              [--header-file FILE] [--field K=V]... [--user USER[:PASSWORD]] [--password-file FILE]
+              [--chunk-size SIZE] [--priority N] [--snapshot auto|copy|none] [--image SPEC] [--wait]
         """
     static let details = """
         Options:
           --to DEST           http(s)://host/dir/ (a trailing slash appends the file name),
                               http(s)://host/dir/name, s3://bucket/prefix/, file:///dir/, or REMOTE:path
-          --protocol NAME     auto (default), put, post, tus, s3, chunked or file
+          --protocol NAME     \(UploadProtocol.spelledOut) (auto is the default; see below)
           --header 'K: V'     an HTTP header to send; repeatable
+          --header-file FILE  headers to send, one 'K: V' per line (keeps tokens out of ps)
           --field K=V         a form field for post and chunked; repeatable
-          --user USER[:PW]    Basic auth credentials
+          --user USER[:PW]    Basic auth credentials; without :PW the password is asked for on
+                              the terminal, without echo
+          --password-file F   the password for --user, from the first line of F
           --chunk-size SIZE   bytes per chunk or block: 512K, 8M, 1G (binary units)
           --priority N        higher runs first (default 0)
           --snapshot MODE     auto (default), copy or none: how the file is kept from changing
-          --image SPEC        shrink images before upload, as the daemon's image option reads SPEC
+          --image SPEC        prepare images before upload, e.g. max=2048,quality=75,strip-gps
+                              (see Images below); files that are not images go as they are
           --wait              after adding, wait like 'uploadctl wait' for the jobs to end
+
+        Protocols:
+        \(UploadProtocol.allCases.map { "  \($0.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.traits.summary)" }.joined(separator: "\n"))
+
+        Images (--image, or image = SPEC in a remote): comma-separated
+          max=PIXELS          cap the longest side (never upscaled, aspect ratio kept)
+          quality=1-100       JPEG/WebP quality (default 75)
+          format=jpeg|webp|keep   what to send (default jpeg; the name's extension follows)
+          max-bytes=SIZE      lower the quality, then the size, until the file fits (300K)
+          strip-gps | strip   drop the location (EXIF GPS, XMP) | all metadata; EXIF is kept
+                              otherwise, upright (orientation applied), colours in sRGB
+          on-error=original   send a corrupt or refused image as it is (default: the job fails)
+          max-pixels=N        refuse images declaring more than N megapixels (default 200)
+          untrusted-loaders   also read formats libvips marks untrusted (JPEG 2000, FITS, ...)
 
         Relative paths are made absolute against the current directory. When some files cannot be
         added, the others still are: their IDs are printed, the errors go to stderr, and the exit
         status is 1. With --json, prints {"jobs": [...], "errors": [...]}: the added jobs and, for
         each file that was not added, {"source", "code", "message"} with the daemon's JSON-RPC
-        error (-32004: no space); with --wait, {"jobs": [...]} with their final state once every
-        one has ended (the errors only on stderr).
+        error (-32004: no space); with --wait, the same once every job has ended, with their final
+        state.
         """
     static let options: [OptionSpec] = [
         .value("--to", "DEST"), .value("--protocol", "NAME"), .value("--header", "'K: V'"),
-        .value("--field", "K=V"), .value("--user", "USER[:PASSWORD]"), .value("--chunk-size", "SIZE"),
+        .value("--header-file", "FILE"), .value("--field", "K=V"), .value("--user", "USER[:PASSWORD]"),
+        .value("--password-file", "FILE"), .value("--chunk-size", "SIZE"),
         .value("--priority", "N"), .value("--snapshot", "MODE"), .value("--image", "SPEC"), .flag("--wait"),
     ]
 
@@ -42,6 +62,9 @@ struct AddCommand: ControlCommand {
     var headers: [String]
     var fields: [String]
     var user: String?
+    /// Read when the command runs, not when it is parsed (parsing stays pure).
+    var headerFile: String?
+    var passwordFile: String?
     var chunkSize: String?
     var priority: Int?
     var snapshot: SnapshotMode?
@@ -52,6 +75,11 @@ struct AddCommand: ControlCommand {
         paths = parsed.positionals
         guard !paths.isEmpty else { throw UsageError("missing PATH: name at least one file to upload") }
         if paths.contains("") { throw UsageError("a PATH is empty") }
+        if paths.contains("-") {
+            throw UsageError(
+                "reading the paths from stdin (add -) is not available yet; name the files (for a file named -, write ./-)"
+            )
+        }
         guard let destination = parsed.value("--to") else {
             throw UsageError("missing --to DEST: say where to upload")
         }
@@ -63,9 +91,16 @@ struct AddCommand: ControlCommand {
         headers = try parsed.values("--header").map { (text) throws(UsageError) in try ArgumentValues.header(text) }
         fields = try parsed.values("--field").map { (text) throws(UsageError) in try ArgumentValues.field(text) }
         user = parsed.value("--user")
-        if user?.isEmpty == true { throw UsageError("--user needs a user name") }
+        if user?.isEmpty == true || user?.hasPrefix(":") == true { throw UsageError("--user needs a user name") }
+        headerFile = parsed.value("--header-file")
+        passwordFile = parsed.value("--password-file")
+        if passwordFile != nil {
+            guard let user, !user.contains(":") else {
+                throw UsageError("--password-file goes with --user USER (a name without :PASSWORD)")
+            }
+        }
         chunkSize = try parsed.value("--chunk-size").map { (text) throws(UsageError) in
-            try ArgumentValues.size(text, option: "--chunk-size")
+            try ArgumentValues.chunkSize(text, option: "--chunk-size")
         }
         priority = try parsed.value("--priority").map { (text) throws(UsageError) in
             try ArgumentValues.integer(text, option: "--priority")
@@ -90,9 +125,17 @@ struct AddCommand: ControlCommand {
             params.priority = priority
             params.snapshot = snapshot
             params.image = image
+            params.umask = Int(Self.processUmask)
             return params
         }
     }
+
+    /// This process's umask, which `file://` copies follow as `cp` would (reading it means setting it).
+    static let processUmask: mode_t = {
+        let value = umask(0o022)
+        umask(value)
+        return value
+    }()
 
     /// `path` if absolute, else joined to `workingDirectory`, without `.` or empty components.
     /// `..` is kept: the daemon's open() resolves it the way the shell's user expects.
@@ -103,14 +146,16 @@ struct AddCommand: ControlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
+        var command = self
+        try command.readSecrets(context)
         let connection = try context.connect()
-        let requests = requests(workingDirectory: context.workingDirectory)
+        let requests = command.requests(workingDirectory: context.workingDirectory)
         let calls = try requests.map { params in
             (method: ControlMethod.add, params: try JSONValue(encoding: params))
         }
         let outcomes = try connection.callBatch(calls)
         var added: [JobInfo] = []
-        var failures: [AddOutcome.Failure] = []
+        var failures: [JobFailure] = []
         for ((path, params), outcome) in zip(zip(paths, requests), outcomes) {
             switch outcome {
             case .success(let result):
@@ -119,30 +164,40 @@ struct AddCommand: ControlCommand {
                 }
                 added.append(job)
             case .failure(let error):
-                failures.append(AddOutcome.Failure(source: params.source, code: error.code, message: error.message))
+                failures.append(JobFailure(source: params.source, error: error))
                 context.printError("\(path): \(error.message)")
             }
         }
         if !context.json { context.print(lines: added.map(\.id.description)) }
+        // A destination or option the daemon refuses is a usage error, as uploadctl's own checks are.
+        let refused: ExitCode = failures.contains { $0.code == RPCError.invalidParamsCode } ? .usage : .failure
         guard wait, !added.isEmpty else {
-            if context.json { try context.printJSON(AddOutcome(jobs: added, errors: failures)) }
-            return failures.isEmpty ? .success : .failure
+            if context.json { try context.printJSON(JobList(jobs: added, errors: failures)) }
+            return failures.isEmpty ? .success : refused
         }
-        let tracker = try JobWaiter.follow(added.map(\.id), on: connection, until: nil)
-        let waited = try JobWaiter.report(tracker, timeout: nil, context: context)
-        return failures.isEmpty ? waited : .failure
+        // On a terminal, a bar per job in flight until they end.
+        let bars = LiveBars.forPeople(context)
+        let tracker = try JobWaiter.follow(
+            added.map(\.id), on: connection, until: nil, onStart: { $0.latestJobs.forEach { bars?.know($0) } },
+            onNotification: { notification, _ in bars?.follow(notification) })
+        bars?.finish()
+        let waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
+        return failures.isEmpty ? waited : refused
     }
 }
 
-/// `add --json`: the jobs added, and why each other file was not.
-struct AddOutcome: Encodable {
-    struct Failure: Encodable {
-        /// The absolute path, as the daemon got it.
-        var source: String
-        var code: Int
-        var message: String
+extension AddCommand {
+    /// Fills in what comes from files and the terminal: `--header-file`, `--password-file`, and
+    /// the password of a `--user` given without one.
+    mutating func readSecrets(_ context: CommandContext) throws(UsageError) {
+        if let headerFile { headers += try SecretInput.headers(fromFile: headerFile, context: context) }
+        guard let name = user, !name.contains(":") else { return }
+        let password =
+            if let passwordFile {
+                try SecretInput.password(fromFile: passwordFile, context: context)
+            } else {
+                try SecretInput.promptPassword(for: name)
+            }
+        user = "\(name):\(password)"
     }
-
-    var jobs: [JobInfo]
-    var errors: [Failure]
 }

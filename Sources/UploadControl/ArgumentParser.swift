@@ -53,7 +53,9 @@ enum ArgumentParser {
                 parsed.positionals.append(contentsOf: arguments[index...])
                 break
             }
-            guard argument.hasPrefix("-"), argument != "-" else {
+            // `-5` is a number (a priority), not an option: no option is a digit.
+            let isNegativeNumber = argument.count > 1 && argument.dropFirst().allSatisfy(\.isNumber)
+            guard argument.hasPrefix("-"), argument != "-", !isNegativeNumber else {
                 parsed.positionals.append(argument)
                 continue
             }

@@ -1,5 +1,5 @@
 import Foundation
-import UploadCore
+import UploadWire
 
 /// Checks of option and argument values that need no daemon, so mistakes fail fast with exit 64.
 enum ArgumentValues {
@@ -35,10 +35,10 @@ enum ArgumentValues {
         return value
     }
 
-    /// A SIZE such as `8M`, checked with the daemon's own parser and sent as typed.
-    static func size(_ text: String, option: String) throws(UsageError) -> String {
+    /// A chunk SIZE such as `8M` (1 byte to 5G), checked with the daemon's own parser, sent as typed.
+    static func chunkSize(_ text: String, option: String) throws(UsageError) -> String {
         do {
-            _ = try ByteSize.parse(text)
+            _ = try ChunkSize.parse(text)
         } catch {
             throw UsageError("\(option): \(error.description)")
         }
@@ -59,19 +59,17 @@ enum ArgumentValues {
         return value
     }
 
-    /// `K: V`, as curl's `-H` takes it.
+    /// `K: V`, as curl's `-H` takes it, by the daemon's own rules (`HeaderSyntax`).
     static func header(_ text: String) throws(UsageError) -> String {
-        guard let colon = text.firstIndex(of: ":"),
-            !text[..<colon].trimmingCharacters(in: .whitespaces).isEmpty
-        else {
-            throw UsageError("--header needs 'Name: value', not '\(text)'")
+        guard HeaderSyntax.parse(text) != nil else {
+            throw UsageError("--header needs 'Name: value' (a name without spaces, no line breaks), not '\(text)'")
         }
         return text
     }
 
-    /// `K=V`, as curl's `-F` takes it.
+    /// `K=V`, as curl's `-F` takes it, by the daemon's own rules (`FieldSyntax`).
     static func field(_ text: String) throws(UsageError) -> String {
-        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+        guard FieldSyntax.parse(text) != nil else {
             throw UsageError("--field needs 'name=value', not '\(text)'")
         }
         return text

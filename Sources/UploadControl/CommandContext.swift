@@ -1,16 +1,19 @@
 import Foundation
 import Glibc
-import UploadCore
+import UploadWire
 
 /// Where output goes. Commands write whole strings; each call is one write, so lines are never torn.
 struct OutputStreams {
     var standardOutput: (String) -> Void
     var standardError: (String) -> Void
+    /// Whether standard output is a terminal (tests capture output: it is not).
+    var isTerminal = false
 
     /// The process's stdout and stderr.
     static var process: OutputStreams {
         OutputStreams(
-            standardOutput: { writeAll($0, to: STDOUT_FILENO) }, standardError: { writeAll($0, to: STDERR_FILENO) })
+            standardOutput: { writeAll($0, to: STDOUT_FILENO) }, standardError: { writeAll($0, to: STDERR_FILENO) },
+            isTerminal: isatty(STDOUT_FILENO) == 1)
     }
 
     /// Writes without buffering, so `watch` lines reach a pipe as they happen.
@@ -18,7 +21,7 @@ struct OutputStreams {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { buffer in
-                try? systemCall("write") { Glibc.write(descriptor, buffer.baseAddress, buffer.count) }
+                try? syscall("write") { Glibc.write(descriptor, buffer.baseAddress, buffer.count) }
             }
             guard let written, written > 0 else { return }  // a closed pipe: nothing more to say
             bytes = bytes.dropFirst(written)
@@ -34,22 +37,28 @@ struct CommandContext {
     /// For making `add`'s relative paths absolute.
     var workingDirectory: String
     var output: OutputStreams
+    /// Columns of the terminal stdout is, or nil when it is not one (then whole values are printed).
+    var terminalWidth: Int? = nil
 
     /// Opens a connection to the daemon; fails with `ControlClientError.unreachable`.
-    func connect() throws(ControlClientError) -> ControlConnection {
-        try ControlConnection(socketPath: socketPath)
+    func connect() throws(ControlClientError) -> DaemonConnection {
+        try DaemonConnection(socketPath: socketPath)
     }
 
-    /// Prints a line (a newline is added).
-    func print(_ line: String) { output.standardOutput(line + "\n") }
+    /// Prints a line for people (a newline is added); control characters in it are shown escaped.
+    func print(_ line: String) { output.standardOutput(TerminalText.escaped(line) + "\n") }
 
-    /// Prints several lines in one write.
+    /// Prints several lines for people in one write.
     func print(lines: [String]) {
-        if !lines.isEmpty { output.standardOutput(lines.joined(separator: "\n") + "\n") }
+        if !lines.isEmpty { output.standardOutput(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
     }
 
-    /// Prints `uploadctl: MESSAGE` on stderr.
-    func printError(_ message: String) { output.standardError("uploadctl: \(message)\n") }
+    /// Prints `uploadctl: MESSAGE` on stderr, control characters escaped; a message of several
+    /// lines (the daemon's, say) gets the prefix on each.
+    func printError(_ message: String) {
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
+        output.standardError(lines.map { "uploadctl: \(TerminalText.escaped(String($0)))\n" }.joined())
+    }
 
     /// Prints a value as one JSON document on one line, with the protocol's encoder.
     func printJSON<Value: Encodable>(_ value: Value) throws {

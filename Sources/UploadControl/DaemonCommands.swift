@@ -1,4 +1,4 @@
-import UploadCore
+import UploadWire
 
 /// `uploadctl status`: the daemon's version, uptime, job counts and directories.
 struct StatusCommand: ControlCommand {
@@ -31,7 +31,14 @@ struct ReloadCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let result = try context.connect().call(.reload)
-        if context.json { try context.printJSON(result) } else { context.print("reloaded") }
+        if context.json {
+            try context.printJSON(result)
+        } else {
+            context.print("reloaded")
+            for warning in (try? result.decode(ReloadResult.self))?.warnings ?? [] {
+                context.printError("warning: \(warning)")
+            }
+        }
         return .success
     }
 }
@@ -54,6 +61,56 @@ struct ClearCommand: ControlCommand {
             let count = try result.decode(JobList.self).jobs.count
             context.print("cleared \(count) job\(count == 1 ? "" : "s")")
         }
+        return .success
+    }
+}
+
+/// `uploadctl limit [RATE|off]`: all uploads together, shared equally among the running ones.
+struct LimitCommand: ControlCommand {
+    static let name = "limit"
+    static let abstract = "Limit all uploads together to RATE per second (5M, 800K), or off"
+    static let synopsis = "[RATE|off]"
+    static let details = """
+        Running uploads follow within a second; the limit holds across restarts until changed, and
+        a remote's or the config's rate_limit still caps each upload. Without RATE, prints the
+        limit in force. With --json, prints {"bandwidth_limit": BYTES or null}.
+        """
+    static let options: [OptionSpec] = []
+
+    /// nil: only show it.
+    var rate: String?
+
+    init(parsed: ParsedArguments) throws(UsageError) {
+        guard parsed.positionals.count <= 1 else { throw UsageError("limit takes one RATE, or off") }
+        rate = parsed.positionals.first
+        if let rate, !["off", "none"].contains(rate.lowercased()) {
+            guard let bytes = try? ByteSize.parse(rate), bytes > 0 else {
+                throw UsageError("'\(rate)' is not a rate: write bytes per second like 5M or 800K, or off")
+            }
+        }
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let connection = try context.connect()
+        let limit: Int64?
+        if let rate {
+            let result = try connection.call(.limit, JSONValue(encoding: LimitParams(rate: .string(rate))))
+            if context.json {
+                try context.printJSON(result)
+                return .success
+            }
+            limit = try result.decode(LimitResult.self).bandwidthLimit
+        } else {
+            let status = try connection.call(.status).decode(DaemonStatus.self)
+            if context.json {
+                try context.printJSON(LimitResult(bandwidthLimit: status.bandwidthLimit))
+                return .success
+            }
+            limit = status.bandwidthLimit
+        }
+        context.print(lines: [
+            limit.map { "bandwidth limit: \(ByteSize.formatRate(Double($0)))" } ?? "no bandwidth limit"
+        ])
         return .success
     }
 }

@@ -1,8 +1,22 @@
 import Foundation
-import UploadCore
+import UploadWire
 
 /// `key: value` text for `show` and `status`.
 enum DetailFormatting {
+    /// `155.0 KiB from 5.11 MiB, 667x1000 jpeg quality 75, as IMG_1.jpg`.
+    static func preparedText(_ prepared: PreparedInfo) -> String {
+        var text = "\(ByteSize.format(prepared.size)) from \(ByteSize.format(prepared.originalSize))"
+        let details = prepared.details
+        if let width = details["width"], let height = details["height"] {
+            text += ", \(width)x\(height)"
+            if let format = details["format"] { text += " \(format)" }
+            if let quality = details["quality"], details["format"] != "png" { text += " quality \(quality)" }
+        }
+        if let fileName = prepared.fileName { text += ", as \(fileName)" }
+        if let why = details["image_error"] ?? details["image"] { text += " (\(why))" }
+        return text
+    }
+
     /// Every field of a job that says something, one `key: value` line each, then its history.
     static func jobLines(_ job: JobInfo) -> [String] {
         let done = JobFormatting.bytesDone(acked: job.bytesAcked, sent: job.bytesSent)
@@ -10,7 +24,7 @@ enum DetailFormatting {
         if let percent = JobFormatting.percent(done: done, total: job.bytesTotal) { progress += " (\(percent))" }
         var lines = [
             "id: \(job.id)",
-            "state: \(job.state.rawValue)",
+            "state: \(JobFormatting.stateText(job))",
             "source: \(job.source)",
             "destination: \(job.destination)",
             "protocol: \(job.protocol.rawValue)",
@@ -24,7 +38,13 @@ enum DetailFormatting {
         lines.append("attempts: \(job.attempts)")
         lines.append("priority: \(job.priority)")
         if let user = job.user { lines.append("user: \(user)") }
-        if let snapshot = job.snapshot { lines.append("snapshot: \(snapshot)") }
+        if let snapshot = job.snapshot {
+            // The journal calls --snapshot none's choice "original": say it in the option's words.
+            lines.append(
+                "snapshot: \(snapshot == "original" ? "none (the original file, checked for changes)" : snapshot)")
+        }
+        if let image = job.image { lines.append("image: \(image)") }
+        if let prepared = job.prepared { lines.append("prepared: \(preparedText(prepared))") }
         lines.append("created: \(timestamp(job.createdAt))")
         lines.append("updated: \(timestamp(job.updatedAt))")
         if let next = job.nextAttemptAt { lines.append("next attempt: \(timestamp(next))") }
@@ -53,6 +73,7 @@ enum DetailFormatting {
             "uploadd \(status.version), pid \(status.pid), up \(JobFormatting.duration(status.uptime))",
             "jobs: \(counts.joined(separator: ", "))",
             "speed: \(ByteSize.formatRate(status.speed))",
+            "bandwidth limit: \(status.bandwidthLimit.map { ByteSize.formatRate(Double($0)) } ?? "none")",
             "max transfers: \(status.maxTransfers)",
             "socket: \(status.socket)",
             "state directory: \(status.stateDirectory)",
@@ -61,6 +82,10 @@ enum DetailFormatting {
         ]
         if let damage = status.journalDamage { lines.append("journal damage: \(damage)") }
         lines += status.configWarnings.map { "config warning: \($0)" }
+        if let errors = status.configErrors, !errors.isEmpty {
+            lines.append("config errors (the last reload was refused; the config loaded before is in use):")
+            lines += errors.map { "  \($0)" }
+        }
         return lines
     }
 

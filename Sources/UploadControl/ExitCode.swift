@@ -33,6 +33,8 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 enum ControlClientError: Error, Equatable {
     /// Connecting failed: no daemon, no socket, no permission.
     case unreachable(socketPath: String, reason: String)
+    /// Something answers there that is not the user's own daemon (another user's socket or folder).
+    case untrusted(socketPath: String, reason: String)
     /// The daemon closed the connection, or the connection failed, before the conversation ended.
     case connectionLost(socketPath: String, reason: String)
     /// The daemon sent something that is not the protocol.
@@ -43,6 +45,8 @@ enum ControlClientError: Error, Equatable {
         switch self {
         case .unreachable(let path, let reason):
             return "cannot reach uploadd at \(path): \(reason); is it running? (systemctl --user start uploadd.socket)"
+        case .untrusted(let path, let reason):
+            return "refusing to talk to \(path): \(reason); remove it, or pass --socket with your own daemon's socket"
         case .connectionLost(let path, let reason):
             return "lost the connection to uploadd at \(path): \(reason)"
         case .unexpectedAnswer(let detail):
@@ -52,7 +56,7 @@ enum ControlClientError: Error, Equatable {
 
     var exitCode: ExitCode {
         switch self {
-        case .unreachable, .connectionLost: return .unavailable
+        case .unreachable, .untrusted, .connectionLost: return .unavailable
         case .unexpectedAnswer: return .failure
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import UploadCore
+import UploadWire
 
 /// The daemon's answer to one request.
 struct RPCReply: Equatable, Sendable {

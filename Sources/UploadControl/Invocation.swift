@@ -2,7 +2,8 @@
 enum CommandTable {
     static let all: [any ControlCommand.Type] = [
         AddCommand.self, ListCommand.self, ShowCommand.self, StatusCommand.self, ReloadCommand.self,
-        PauseCommand.self, ResumeCommand.self, CancelCommand.self, RemoveCommand.self, ClearCommand.self,
+        PauseCommand.self, ResumeCommand.self, RetryCommand.self, CancelCommand.self, RemoveCommand.self,
+        PriorityCommand.self, MoveCommand.self, LimitCommand.self, ClearCommand.self, TopCommand.self,
         DeleteCommand.self, WaitCommand.self, WatchCommand.self,
     ]
 

@@ -1,5 +1,5 @@
 import Foundation
-import UploadCore
+import UploadWire
 
 /// Text for people: progress, durations, one-line job summaries and the `list` table.
 enum JobFormatting {
@@ -7,7 +7,7 @@ enum JobFormatting {
     /// (a PUT only commits at the end, yet its progress should move).
     static func bytesDone(acked: Int64, sent: Int64) -> Int64 { max(acked, sent) }
 
-    /// `12.40 MB / 80.00 MB`.
+    /// `12.40 MiB / 80.00 MiB`.
     static func progress(done: Int64, total: Int64) -> String {
         "\(ByteSize.format(done)) / \(ByteSize.format(total))"
     }
@@ -31,7 +31,7 @@ enum JobFormatting {
         }
     }
 
-    /// A `job.progress` line for `watch`: `7 running  12.40 MB / 80.00 MB  15.5%  3.2 MB/s  eta 21s`.
+    /// A `job.progress` line for `watch`: `7 running  12.40 MiB / 80.00 MiB  15.5%  3.2 MiB/s  eta 21s`.
     static func progressLine(_ event: JobProgressEvent, state: JobState = .running) -> String {
         let done = bytesDone(acked: event.bytesAcked, sent: event.bytesSent)
         var parts = ["\(event.id) \(state.rawValue)", progress(done: done, total: event.bytesTotal)]
@@ -41,9 +41,25 @@ enum JobFormatting {
         return parts.joined(separator: "  ")
     }
 
+    /// What a queued job waits for, for people: `waiting for the network`.
+    static func waitingText(_ job: JobInfo) -> String? {
+        switch job.waiting {
+        case nil: return nil
+        case "network": return "waiting for the network"
+        case "metered": return "waiting for an unmetered connection"
+        case "battery": return "waiting for mains power"
+        case let other?: return "waiting (\(other))"
+        }
+    }
+
+    /// `queued`, or `queued, waiting for the network`.
+    static func stateText(_ job: JobInfo) -> String {
+        waitingText(job).map { "\(job.state.rawValue), \($0)" } ?? job.state.rawValue
+    }
+
     /// A `job.state` line for `watch`: `7 completed`, `7 failed: MESSAGE`, `7 queued (retry in 30s)`.
     static func stateLine(_ job: JobInfo, now: Date = Date()) -> String {
-        var line = "\(job.id) \(job.state.rawValue)"
+        var line = "\(job.id) \(stateText(job))"
         if job.state == .failed, let error = job.error {
             line += ": \(error.message)"
         } else if job.state == .queued, let next = job.nextAttemptAt, next > now {
@@ -55,33 +71,60 @@ enum JobFormatting {
     /// The header of `list`'s table.
     static let tableHeader = ["ID", "STATE", "PROGRESS", "SPEED", "PROTOCOL", "SOURCE -> DESTINATION"]
 
-    /// One `list` row: speed only while running.
+    /// One `list` row: speed only while running; a completed job points at where its file is.
     static func tableRow(_ job: JobInfo) -> [String] {
         let done = bytesDone(acked: job.bytesAcked, sent: job.bytesSent)
+        let target = job.state == .completed ? job.result?.url ?? job.destination : job.destination
         return [
-            job.id.description, job.state.rawValue, progress(done: done, total: job.bytesTotal),
+            job.id.description, stateText(job), progress(done: done, total: job.bytesTotal),
             job.state == .running ? ByteSize.formatRate(job.speed) : "-", job.protocol.rawValue,
-            "\(job.source) -> \(job.destination)",
+            "\(TerminalText.escaped(job.source)) -> \(TerminalText.escaped(target))",
         ]
     }
 
-    /// Lines of left-aligned columns two spaces apart; the last column is not padded.
+    /// Lines of left-aligned columns two spaces apart, measured in terminal columns; the last
+    /// column is not padded.
     static func table(_ rows: [[String]]) -> [String] {
         guard let columnCount = rows.map(\.count).max() else { return [] }
         var widths = [Int](repeating: 0, count: columnCount)
         for row in rows {
-            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], TerminalText.width(cell)) }
         }
         return rows.map { row in
             row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+                if column == row.count - 1 { return cell }
+                return cell + String(repeating: " ", count: widths[column] - TerminalText.width(cell))
             }.joined(separator: "  ")
         }
     }
 
-    /// `list`'s output for people.
-    static func listLines(_ jobs: [JobInfo]) -> [String] {
+    /// `list`'s output for people: fitted to `width` on a terminal, whole values otherwise.
+    ///
+    /// On a terminal the source gives way first (its middle: the folder, not the file's name),
+    /// then the destination.
+    static func listLines(_ jobs: [JobInfo], width: Int? = nil) -> [String] {
         guard !jobs.isEmpty else { return ["no jobs"] }
-        return table([tableHeader] + jobs.map(tableRow))
+        let rows = [tableHeader] + jobs.map(tableRow)
+        guard let width else { return table(rows) }
+        let columns = rows[0].count
+        var widths = [Int](repeating: 0, count: columns - 1)
+        for row in rows {
+            for column in 0..<(columns - 1) { widths[column] = max(widths[column], TerminalText.width(row[column])) }
+        }
+        let room = max(width - widths.reduce(0) { $0 + $1 + 2 }, 16)
+        let fitted =
+            [tableHeader]
+            + jobs.map { job -> [String] in
+                var row = tableRow(job)
+                let target = TerminalText.escaped(
+                    job.state == .completed ? job.result?.url ?? job.destination : job.destination)
+                let arrowAndTarget = " -> " + target
+                let sourceRoom = max(room - TerminalText.width(arrowAndTarget), room / 2)
+                let cell =
+                    TerminalText.middleTruncated(TerminalText.escaped(job.source), to: sourceRoom) + arrowAndTarget
+                row[columns - 1] = TerminalText.middleTruncated(cell, to: room)
+                return row
+            }
+        return table(fitted)
     }
 }

@@ -1,4 +1,4 @@
-import UploadCore
+import UploadWire
 
 /// What is known of a set of jobs being waited for: their latest state, and which are not done.
 struct JobTracker {
@@ -6,6 +6,8 @@ struct JobTracker {
     let ids: [JobID]
     private(set) var jobs: [JobID: JobInfo] = [:]
     private var unfinished: Set<JobID>
+    /// Followed jobs removed while waited for: they will never end.
+    private(set) var removed: Set<JobID> = []
 
     init(ids: [JobID]) {
         self.ids = ids
@@ -30,6 +32,12 @@ struct JobTracker {
         }
         update(job)
         return true
+    }
+
+    /// A followed job was removed (`job.removed`): there is nothing more to wait for.
+    mutating func markRemoved(_ id: JobID) {
+        guard unfinished.remove(id) != nil else { return }
+        removed.insert(id)
     }
 
     private static func rank(_ state: JobState) -> Int {
@@ -57,7 +65,7 @@ enum JobWaiter {
     /// `onStart` sees the states read at first; `onNotification` sees every notification for these
     /// jobs, after the tracker took it in.
     static func follow(
-        _ ids: [JobID], on connection: ControlConnection, until deadline: ContinuousClock.Instant?,
+        _ ids: [JobID], on connection: DaemonConnection, until deadline: ContinuousClock.Instant?,
         onStart: (JobTracker) -> Void = { _ in },
         onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
     ) throws -> JobTracker {
@@ -79,6 +87,10 @@ enum JobWaiter {
                 let job = try? notification.params.decode(JobInfo.self)
             {
                 tracker.update(job)
+            } else if notification.method == ControlEvent.removed.rawValue,
+                let id = try? notification.params.decode(JobSelection.self).id
+            {
+                tracker.markRemoved(id)
             }
             onNotification(notification, tracker)
         }
@@ -86,9 +98,15 @@ enum JobWaiter {
     }
 
     /// Prints what went wrong and picks the exit status: 0 when every job completed, else 1.
-    /// With `--json`, prints `{"jobs": [...]}` with each job's latest state.
-    static func report(_ tracker: JobTracker, timeout: Double?, context: CommandContext) throws -> ExitCode {
-        var succeeded = tracker.isFinished
+    /// With `--json`, prints `{"jobs": [...]}` with each job's latest state (and, for `add --wait`,
+    /// `"errors"`: the files that were not added).
+    static func report(
+        _ tracker: JobTracker, timeout: Double?, context: CommandContext, addErrors: [JobFailure]? = nil
+    ) throws -> ExitCode {
+        var succeeded = tracker.isFinished && tracker.removed.isEmpty
+        for id in tracker.ids where tracker.removed.contains(id) {
+            context.printError("job \(id) was removed before it ended")
+        }
         for job in tracker.latestJobs where job.state.isTerminal && job.state != .completed {
             succeeded = false
             if job.state == .failed {
@@ -103,8 +121,27 @@ enum JobWaiter {
             if waiting.count > 10 { list += " and \(waiting.count - 10) more" }
             let after = timeout.map { " after \(JobFormatting.duration($0))" } ?? ""
             context.printError("timed out\(after); still waiting for job\(waiting.count == 1 ? "" : "s") \(list)")
+            // A paused job never ends by itself: say so, and how to go on.
+            let paused = tracker.latestJobs.filter { $0.state == .paused }.map(\.id)
+            if !paused.isEmpty {
+                let ids = paused.prefix(10).map(\.description).joined(separator: " ")
+                context.printError(
+                    "job\(paused.count == 1 ? " \(ids) is" : "s \(ids) are") paused and will not end by itself: uploadctl resume \(ids)"
+                )
+            }
+            for job in tracker.latestJobs where !job.state.isTerminal {
+                if let waitingText = JobFormatting.waitingText(job) {
+                    context.printError("job \(job.id) is \(waitingText)")
+                }
+            }
         }
-        if context.json { try context.printJSON(JobList(jobs: tracker.latestJobs)) }
+        if context.json {
+            if let addErrors {
+                try context.printJSON(JobList(jobs: tracker.latestJobs, errors: addErrors))
+            } else {
+                try context.printJSON(JobList(jobs: tracker.latestJobs))
+            }
+        }
         return succeeded ? .success : .failure
     }
 

@@ -1,4 +1,4 @@
-import UploadCore
+import UploadWire
 
 /// `uploadctl list [--state STATE]...`: every job, or those in the given states, as a table.
 struct ListCommand: ControlCommand {
@@ -32,7 +32,7 @@ struct ListCommand: ControlCommand {
             try context.printJSON(result)
         } else {
             let list = try result.decode(JobList.self)
-            context.print(lines: JobFormatting.listLines(list.jobs))
+            context.print(lines: JobFormatting.listLines(list.jobs, width: context.terminalWidth))
         }
         return .success
     }

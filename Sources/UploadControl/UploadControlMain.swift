@@ -1,5 +1,5 @@
 import Foundation
-import UploadCore
+import UploadWire
 
 /// uploadctl's entry point, kept out of `main.swift` so that it can be tested.
 public enum UploadControlMain {
@@ -24,7 +24,7 @@ public enum UploadControlMain {
         do {
             invocation = try Invocation.parse(arguments)
         } catch {
-            output.standardError("uploadctl: \(error.message)\n\(error.hint)\n")
+            output.standardError("uploadctl: \(TerminalText.escaped(error.message))\n\(error.hint)\n")
             return .usage
         }
         switch invocation {
@@ -33,16 +33,21 @@ public enum UploadControlMain {
             return .success
         case .run(let command, let globals):
             let context = CommandContext(
-                socketPath: SocketPath.resolve(option: globals.socketPath, environment: environment),
-                json: globals.json, workingDirectory: workingDirectory, output: output)
+                socketPath: SocketLocation.resolve(option: globals.socketPath, environment: environment),
+                json: globals.json, workingDirectory: workingDirectory, output: output,
+                terminalWidth: output.isTerminal ? Self.terminalWidth(environment: environment) : nil)
             do {
                 return try command.run(context)
             } catch let error as ControlClientError {
                 context.printError(error.message)
                 return error.exitCode
+            } catch let error as UsageError {
+                context.printError(error.message)
+                return .usage
             } catch let error as RPCError {
                 context.printError(error.message)
-                return .failure
+                if context.json { try? context.printJSON(ErrorOutcome(error: error)) }
+                return error.code == RPCError.invalidParamsCode ? .usage : .failure
             } catch is DecodingError {
                 context.printError(ControlClientError.unexpectedAnswer("an answer of the wrong shape").message)
                 return .failure
@@ -52,4 +57,18 @@ public enum UploadControlMain {
             }
         }
     }
+}
+
+extension UploadControlMain {
+    /// The terminal's columns (TIOCGWINSZ on stdout), else `COLUMNS`, else 80.
+    static func terminalWidth(environment: [String: String]) -> Int {
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return environment["COLUMNS"].flatMap(Int.init) ?? 80
+    }
+}
+
+/// `--json` output of a command the daemon refused: `{"error": {"code", "message"}}`.
+struct ErrorOutcome: Encodable {
+    var error: RPCError
 }

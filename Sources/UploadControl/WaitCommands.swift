@@ -1,4 +1,4 @@
-import UploadCore
+import UploadWire
 
 /// `uploadctl wait ID... [--timeout SECONDS]`: blocks until the jobs end.
 struct WaitCommand: ControlCommand {
@@ -40,7 +40,8 @@ struct WatchCommand: ControlCommand {
     static let details = """
         Without IDs, follows every job until interrupted. With IDs, stops once all of them have
         ended: exit 0 when all completed, 1 otherwise. With --json, prints each notification's
-        params (a job object for state changes, a progress object otherwise) as one JSON line.
+        params (a job object for state changes, a progress object for progress, {"id": N} when a job is
+        removed) as one JSON line.
         """
     static let options: [OptionSpec] = []
 
@@ -54,6 +55,10 @@ struct WatchCommand: ControlCommand {
         let connection = try context.connect()
         guard !ids.isEmpty else {
             _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams()))
+            if let bars = LiveBars.forPeople(context) {
+                while let notification = try connection.nextNotification(until: nil) { bars.follow(notification) }
+                return .success
+            }
             var states: [JobID: JobState] = [:]
             while let notification = try connection.nextNotification(until: nil) {
                 if notification.method == ControlEvent.state.rawValue,
@@ -65,16 +70,27 @@ struct WatchCommand: ControlCommand {
             }
             return .success
         }
+        let bars = LiveBars.forPeople(context)
         let tracker = try JobWaiter.follow(
             ids, on: connection, until: nil,
             onStart: { tracker in
-                // For people, the state each job was in when watching began.
-                if !context.json { context.print(lines: tracker.latestJobs.map { JobFormatting.stateLine($0) }) }
+                // For people, the state each job was in when watching began (as bars on a terminal).
+                if let bars {
+                    tracker.latestJobs.forEach { bars.know($0) }
+                } else if !context.json {
+                    context.print(lines: tracker.latestJobs.map { JobFormatting.stateLine($0) })
+                }
             },
             onNotification: { notification, tracker in
-                try? Self.print(notification, stateOf: { tracker.jobs[$0]?.state }, context: context)
+                if let bars {
+                    bars.follow(notification)
+                } else {
+                    try? Self.print(notification, stateOf: { tracker.jobs[$0]?.state }, context: context)
+                }
             })
-        return tracker.latestJobs.allSatisfy({ $0.state == .completed }) ? .success : .failure
+        bars?.finish()
+        return tracker.removed.isEmpty && tracker.latestJobs.allSatisfy({ $0.state == .completed })
+            ? .success : .failure
     }
 
     /// One line per notification: the params as JSON, or a line for people.
@@ -91,6 +107,10 @@ struct WatchCommand: ControlCommand {
             let event = try? notification.params.decode(JobProgressEvent.self)
         {
             context.print(JobFormatting.progressLine(event, state: stateOf(event.id) ?? .running))
+        } else if notification.method == ControlEvent.removed.rawValue,
+            let id = try? notification.params.decode(JobSelection.self).id
+        {
+            context.print("\(id) removed")
         }
     }
 }

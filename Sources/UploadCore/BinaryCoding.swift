@@ -1,13 +1,15 @@
 import Foundation
+import UploadWire
 
 /// A compact binary encoding for journal payloads: LEB128 varints (zigzag for signed numbers),
 /// length-prefixed UTF-8 strings, a presence byte before optionals, a count before arrays, and
 /// dates as the bits of their `timeIntervalSinceReferenceDate` (exact round trip).
 ///
 /// Hand-written because no library on the machine does this, and because Foundation's JSONDecoder
-/// made replaying 100,000 jobs take seconds. The layout of each type is fixed field by field;
-/// fields added later go at the end of a record, where an older reader never looks and a newer
-/// reader finds `isAtEnd` on older records.
+/// made replaying 100,000 jobs take seconds. The layout of each type is fixed field by field.
+/// A nested struct is a *message*: its byte length, then its fields. Fields added later go at the
+/// end of a message (or of a record): an older reader skips the bytes it does not know, and a
+/// newer reader finds `isAtEnd` where an older writer stopped and uses the field's default.
 public struct BinaryWriter {
     public private(set) var bytes: [UInt8] = []
 
@@ -39,7 +41,9 @@ public struct BinaryWriter {
     }
 
     public mutating func write(_ value: Date) {
-        withUnsafeBytes(of: value.timeIntervalSinceReferenceDate.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.timeIntervalSinceReferenceDate.bitPattern.littleEndian) {
+            bytes.append(contentsOf: $0)
+        }
     }
 
     /// A presence byte, then the value when there is one.
@@ -53,10 +57,28 @@ public struct BinaryWriter {
         write(UInt64(values.count))
         for value in values { writeValue(&self, value) }
     }
+
+    /// A message: the byte length of what `body` writes, then those bytes.
+    public mutating func writeMessage(_ body: (inout BinaryWriter) -> Void) {
+        var inner = BinaryWriter()
+        body(&inner)
+        write(UInt64(inner.bytes.count))
+        bytes.append(contentsOf: inner.bytes)
+    }
+
+    /// Bytes as they are, with no length (a record's payload kept verbatim).
+    public mutating func writeRaw(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
 }
 
 public struct BinaryDecodingError: Error, CustomStringConvertible {
     public var description: String
+    /// A well-formed value this reader does not know (a protocol or state added later): not damage.
+    public var isUnknownValue = false
+
+    public init(description: String, isUnknownValue: Bool = false) {
+        self.description = description
+        self.isUnknownValue = isUnknownValue
+    }
 }
 
 public struct BinaryReader {
@@ -74,7 +96,9 @@ public struct BinaryReader {
             guard offset < bytes.count else { throw BinaryDecodingError(description: "a number is cut off") }
             let byte = bytes[offset]
             offset += 1
-            guard shift < 64, shift < 63 || byte <= 1 else { throw BinaryDecodingError(description: "a number is too long") }
+            guard shift < 64, shift < 63 || byte <= 1 else {
+                throw BinaryDecodingError(description: "a number is too long")
+            }
             value |= UInt64(byte & 0x7f) << shift
             if byte < 0x80 { return value }
             shift += 7
@@ -102,7 +126,9 @@ public struct BinaryReader {
 
     public mutating func readString() throws(BinaryDecodingError) -> String {
         let length = try readUInt64()
-        guard length <= UInt64(bytes.count - offset) else { throw BinaryDecodingError(description: "a string is cut off") }
+        guard length <= UInt64(bytes.count - offset) else {
+            throw BinaryDecodingError(description: "a string is cut off")
+        }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(length))])
         offset += Int(length)
         guard let text = String(validating: slice.bindMemory(to: UInt8.self), as: UTF8.self) else {
@@ -123,8 +149,51 @@ public struct BinaryReader {
     public mutating func readEnum<T: RawRepresentable>(_ type: T.Type) throws(BinaryDecodingError) -> T
     where T.RawValue == String {
         let name = try readString()
-        guard let value = T(rawValue: name) else { throw BinaryDecodingError(description: "unknown \(T.self) '\(name)'") }
+        guard let value = T(rawValue: name) else {
+            throw BinaryDecodingError(description: "unknown \(T.self) '\(name)'", isUnknownValue: true)
+        }
         return value
+    }
+
+    /// A message: reads its length, hands `readFields` a reader of exactly those bytes, and skips
+    /// what it left unread (fields of a newer writer).
+    public mutating func readMessage<T>(_ readFields: (inout BinaryReader) throws(BinaryDecodingError) -> T)
+        throws(BinaryDecodingError) -> T
+    {
+        let length = try readUInt64()
+        guard length <= UInt64(bytes.count - offset) else {
+            throw BinaryDecodingError(description: "a message is cut off")
+        }
+        var inner = BinaryReader(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(length))]))
+        let value = try readFields(&inner)
+        offset += Int(length)
+        return value
+    }
+
+    /// A field added after its message's first version: read when present, else `fallback` (an
+    /// older writer stopped before it).
+    public mutating func readIfPresent<T>(
+        _ fallback: T, _ readValue: (inout BinaryReader) throws(BinaryDecodingError) -> T
+    ) throws(BinaryDecodingError) -> T {
+        isAtEnd ? fallback : try readValue(&self)
+    }
+
+    /// The bytes not read yet.
+    public var remaining: [UInt8] { Array(bytes[offset...]) }
+
+    /// Reads everything left (the opaque rest of a message).
+    public mutating func readRest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return remaining
+    }
+
+    /// The exact bytes `readFields` consumed, for a reader that checks fields it passes on unchanged.
+    public mutating func bytesConsumed(by readFields: (inout BinaryReader) throws(BinaryDecodingError) -> Void)
+        throws(BinaryDecodingError) -> [UInt8]
+    {
+        let start = offset
+        try readFields(&self)
+        return Array(bytes[start..<offset])
     }
 
     public mutating func readOptional<T>(_ readValue: (inout BinaryReader) throws(BinaryDecodingError) -> T)

@@ -1,4 +1,5 @@
 import Foundation
+import UploadWire
 
 /// A parsed INI file: `[section]` or `[section name]` headers, `key = value` lines, `#` and `;`
 /// comments. Keys may repeat (a remote's `header` and `field`); order is kept.
@@ -16,7 +17,8 @@ public struct INIDocument: Sendable, Equatable {
 
         public static func == (lhs: Section, rhs: Section) -> Bool {
             lhs.kind == rhs.kind && lhs.name == rhs.name && lhs.line == rhs.line
-                && lhs.entries.map { "\($0.key)=\($0.value)@\($0.line)" } == rhs.entries.map { "\($0.key)=\($0.value)@\($0.line)" }
+                && lhs.entries.map { "\($0.key)=\($0.value)@\($0.line)" }
+                    == rhs.entries.map { "\($0.key)=\($0.value)@\($0.line)" }
         }
     }
 
@@ -56,7 +58,9 @@ public struct INIDocument: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             guard !key.isEmpty else { throw ParseError(line: lineNumber, message: "a key is missing before '='") }
             guard !sections.isEmpty else {
                 throw ParseError(line: lineNumber, message: "'\(key)' comes before any [section]")

@@ -1,15 +1,5 @@
 import Foundation
-
-/// A `K: V` header or a `K=V` form field, in the order the user gave them.
-public struct KeyValue: Codable, Sendable, Equatable, Hashable {
-    public var name: String
-    public var value: String
-
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
-}
+import UploadWire
 
 /// What the user asked for when adding a job. Stored in the journal as given; a remote's
 /// settings and secrets are resolved when the job runs, so a reload applies to queued jobs.
@@ -26,14 +16,19 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var chunkSize: Int64?
     public var priority: Int
     public var snapshot: SnapshotMode
-    public var image: String?
+    /// What to make of the source before it is sent (image shrinking), in order; empty: the
+    /// source as it is. Journaled as given, so a resume prepares nothing twice.
+    public var preparation: [PreparationRequest] = []
     public var clientToken: String?
     public var metadata: [String: String]?
+    /// The umask of the client that added the job, for what a `file://` copy creates (as `cp`
+    /// would); nil: the daemon's own.
+    public var umask: UInt32?
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],
         fields: [KeyValue] = [], user: String? = nil, chunkSize: Int64? = nil, priority: Int = 0,
-        snapshot: SnapshotMode = .auto, image: String? = nil, clientToken: String? = nil,
+        snapshot: SnapshotMode = .auto, preparation: [PreparationRequest] = [], clientToken: String? = nil,
         metadata: [String: String]? = nil
     ) {
         self.source = source
@@ -45,9 +40,15 @@ public struct JobSpec: Codable, Sendable, Equatable {
         self.chunkSize = chunkSize
         self.priority = priority
         self.snapshot = snapshot
-        self.image = image
+        self.preparation = preparation
         self.clientToken = clientToken
         self.metadata = metadata
+    }
+
+    /// The fields of uploadd 0.1's JSON journal (format 1, read only): it had no preparation.
+    enum CodingKeys: String, CodingKey {
+        case source, destination, uploadProtocol, headers, fields, user, chunkSize, priority, snapshot
+        case clientToken, metadata, umask
     }
 
     /// The user name alone, for display.
@@ -73,9 +74,13 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
     public var device: UInt64
     public var inode: UInt64
     public var modificationTimeNanoseconds: Int64
+    /// Identity of the cached copy itself (reflink or copy), checked before its bytes are sent:
+    /// nil in journals of uploadd 0.2 and older.
+    public var cachedCopy: FileIdentity?
 
-    public init(kind: Kind, path: String, size: Int64, device: UInt64, inode: UInt64, modificationTimeNanoseconds: Int64)
-    {
+    public init(
+        kind: Kind, path: String, size: Int64, device: UInt64, inode: UInt64, modificationTimeNanoseconds: Int64
+    ) {
         self.kind = kind
         self.path = path
         self.size = size
@@ -88,62 +93,20 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
     public var isCached: Bool { kind != .original }
 }
 
-/// A classified error, as shown in a job's `error` field.
-public struct JobError: Codable, Sendable, Equatable, Error, CustomStringConvertible {
-    /// A stable, machine-readable class: `network`, `timeout`, `stalled`, `http`, `tls`, `source`,
-    /// `config`, `protocol`, `io`, `no_space`, `canceled`.
-    public var code: String
-    /// What happened and, where it helps, what to do about it.
-    public var message: String
-    /// The HTTP status, when the server answered.
-    public var status: Int?
+/// What tells one file from another that took its place: inode and modification time. uploadd
+/// checks the mtime (inode numbers do not survive a remount everywhere); the inode is for people.
+public struct FileIdentity: Codable, Sendable, Equatable {
+    public var inode: UInt64
+    public var modificationTimeNanoseconds: Int64
 
-    public init(code: String, message: String, status: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.status = status
-    }
-
-    public var description: String { message }
-}
-
-/// What the server said when the upload finished.
-public struct JobResult: Codable, Sendable, Equatable {
-    /// Where the uploaded file can be found, when known.
-    public var url: String?
-    /// The final HTTP status, when HTTP was used.
-    public var status: Int?
-    /// The start of the final response body (capped), for post and block uploads.
-    public var body: String?
-
-    public init(url: String? = nil, status: Int? = nil, body: String? = nil) {
-        self.url = url
-        self.status = status
-        self.body = body
-    }
-}
-
-/// Protocol-specific state that lets an interrupted upload continue where the server has it.
-/// Journaled as soon as the server hands it out (a tus URL, an S3 UploadId, a block token).
-public enum Checkpoint: Codable, Sendable, Equatable {
-    case tus(uploadURL: String, expires: String?)
-    case s3(uploadID: String, key: String, partSize: Int64)
-    case chunked(upToken: String, blockSize: Int64, blocksAcknowledged: Int64)
-}
-
-/// One line of a job's history: what happened and when.
-public struct JobEvent: Codable, Sendable, Equatable {
-    public var at: Date
-    public var message: String
-
-    public init(at: Date, message: String) {
-        self.at = at
-        self.message = message
+    public init(inode: UInt64, modificationTimeNanoseconds: Int64) {
+        self.inode = inode
+        self.modificationTimeNanoseconds = modificationTimeNanoseconds
     }
 }
 
 /// A job as the daemon keeps it: the spec plus everything that changes.
-public struct Job: Codable, Sendable, Equatable {
+public struct Job: Decodable, Sendable, Equatable {
     public var id: JobID
     public var spec: JobSpec
     public var state: JobState
@@ -164,6 +127,22 @@ public struct Job: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
     public var history: [JobEvent]
+    /// Attempts in a row during which the daemon died (a crash, a kill, a power cut): a job
+    /// that takes the daemon down twice is failed rather than run a third time.
+    public var crashes = 0
+    /// When the current run of failed attempts began (nil while none failed): the time budget of
+    /// `RetryPolicy` counts from here.
+    public var failingSince: Date?
+    /// The file preparation made, once made: what every attempt sends instead of the snapshot.
+    public var prepared: PreparedFile?
+    /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
+    public var rank: Int64?
+
+    /// The fields of uploadd 0.1's JSON journal (format 1, read only).
+    enum CodingKeys: String, CodingKey {
+        case id, spec, state, resolvedProtocol, snapshot, bytesTotal, bytesAcked, checkpoint, attempts
+        case failuresWithoutProgress, nextAttemptAt, error, result, createdAt, updatedAt, history
+    }
 
     public init(id: JobID, spec: JobSpec, createdAt: Date) {
         self.id = id
@@ -177,6 +156,12 @@ public struct Job: Codable, Sendable, Equatable {
         self.updatedAt = createdAt
         self.history = []
     }
+
+    /// Where the job stands in the queue.
+    public var place: QueuePlace { QueuePlace(priority: spec.priority, rank: rank ?? Self.defaultRank(of: id)) }
+
+    /// A job never moved ranks by its ID, spaced so that moves fit between two jobs.
+    public static func defaultRank(of id: JobID) -> Int64 { Int64(clamping: id.rawValue) &<< 16 }
 
     /// The protocol to show: the resolved one once known, else the requested one.
     public var effectiveProtocol: UploadProtocol { resolvedProtocol ?? spec.uploadProtocol }

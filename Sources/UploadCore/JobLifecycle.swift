@@ -1,8 +1,20 @@
 import Foundation
+import UploadWire
 
 /// Something a user asks of a job.
-public enum JobCommand: String, Sendable {
-    case pause, resume, cancel, remove
+public enum JobCommand: String, Sendable, CaseIterable {
+    case pause, resume, cancel, remove, retry
+
+    /// The states `--all` acts on: those where the command does something.
+    public var statesForAll: Set<JobState> {
+        switch self {
+        case .pause: [.queued, .running]
+        case .resume: [.paused, .failed]
+        case .retry: [.failed]
+        case .cancel: [.queued, .running, .paused, .failed]
+        case .remove: Set(JobState.allCases)
+        }
+    }
 }
 
 /// What the daemon must do after a transition, outside the job's own state.
@@ -37,6 +49,9 @@ public enum AttemptOutcome: Sendable {
     case completed(JobResult)
     /// `retryable` errors are tried again within the budget; `retryAfter` is the server's wish.
     case failed(JobError, retryable: Bool, retryAfter: Duration?)
+    /// The destination could not be reached because this machine has no network right now: the
+    /// attempt does not count, and the job waits for the network to come back.
+    case noNetwork(String)
 }
 
 /// The job life cycle as one state machine. Every method changes the job and returns what the
@@ -58,16 +73,24 @@ extension Job {
         case (.pause, _):
             throw invalid("only queued or running jobs can be paused")
 
-        case (.resume, .paused), (.resume, .failed):
-            transition(to: .queued, at: now, "resumed")
+        case (.resume, .paused), (.resume, .failed), (.retry, .failed):
+            transition(to: .queued, at: now, command == .retry ? "retrying, with a fresh attempt budget" : "resumed")
             error = nil
             nextAttemptAt = nil
             failuresWithoutProgress = 0
+            failingSince = nil
             return .reschedule
         case (.resume, .queued), (.resume, .running):
             return []
         case (.resume, _):
             throw invalid("add the file again to upload it once more")
+
+        case (.retry, .queued), (.retry, .running):
+            return []
+        case (.retry, .paused):
+            throw invalid("retry restarts failed jobs; resume a paused one")
+        case (.retry, _):
+            throw invalid("retry restarts failed jobs; add the file again to upload it once more")
 
         case (.cancel, .queued), (.cancel, .running), (.cancel, .paused), (.cancel, .failed):
             transition(to: .canceled, at: now, "canceled")
@@ -99,36 +122,104 @@ extension Job {
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> JobEffects {
         guard state == .running else { return [] }
+        crashes = 0
         switch outcome {
         case .completed(let jobResult):
             result = jobResult
             error = nil
             bytesAcked = bytesTotal
             failuresWithoutProgress = 0
+            failingSince = nil
             transition(to: .completed, at: now, "completed")
             return [.deleteCachedFile, .reschedule]
         case .failed(let jobError, let retryable, let retryAfter):
-            error = jobError
-            failuresWithoutProgress = madeProgress ? 1 : failuresWithoutProgress + 1
-            if retryable && policy.allowsRetry(afterFailures: failuresWithoutProgress) {
-                let delay = policy.delay(afterFailures: failuresWithoutProgress, retryAfter: retryAfter, random: random)
-                nextAttemptAt = now.addingTimeInterval(delay.seconds)
-                transition(
-                    to: .queued, at: now,
-                    "attempt \(attempts) failed: \(jobError.message); retrying in \(formatSeconds(delay.seconds))")
-            } else {
-                nextAttemptAt = nil
-                let why = retryable ? " (gave up after \(failuresWithoutProgress) attempts)" : ""
-                transition(to: .failed, at: now, "failed: \(jobError.message)\(why)")
-            }
+            fail(
+                jobError, retryable: retryable, retryAfter: retryAfter, madeProgress: madeProgress, policy: policy,
+                at: now, random: random, what: "attempt \(attempts)")
+            return .reschedule
+        case .noNetwork(let reason):
+            // Not an attempt at all: the machine is offline. Nothing is spent from either budget.
+            attempts = max(attempts - 1, 0)
+            nextAttemptAt = nil
+            transition(to: .queued, at: now, "waiting for the network: \(reason)")
             return .reschedule
         }
     }
 
-    /// After a restart, a job that was running is queued again so it resumes.
-    public mutating func requeueAfterRestart(at now: Date) {
+    /// Preparation, which runs while the job is queued (ahead of its upload, in no transfer
+    /// slot), failed: the rules of a failed attempt apply, with nothing sent.
+    public mutating func preparationFailed(
+        _ jobError: JobError, retryable: Bool, policy: RetryPolicy, at now: Date,
+        random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> JobEffects {
+        guard state == .queued else { return [] }
+        fail(
+            jobError, retryable: retryable, retryAfter: nil, madeProgress: false, policy: policy, at: now,
+            random: random, what: "preparation")
+        return .reschedule
+    }
+
+    private mutating func fail(
+        _ jobError: JobError, retryable: Bool, retryAfter: Duration?, madeProgress: Bool, policy: RetryPolicy,
+        at now: Date, random: (ClosedRange<Double>) -> Double, what: String
+    ) {
+        error = jobError
+        failuresWithoutProgress = madeProgress ? 1 : failuresWithoutProgress + 1
+        if failuresWithoutProgress == 1 { failingSince = now }
+        if retryable && policy.allowsRetry(afterFailures: failuresWithoutProgress, failingSince: failingSince, now: now)
+        {
+            let delay = policy.delay(afterFailures: failuresWithoutProgress, retryAfter: retryAfter, random: random)
+            nextAttemptAt = now.addingTimeInterval(delay.seconds)
+            transition(
+                to: .queued, at: now, "\(what) failed: \(jobError.message); retrying in \(formatSeconds(delay.seconds))"
+            )
+        } else {
+            nextAttemptAt = nil
+            let why =
+                retryable
+                ? " (gave up after \(failuresWithoutProgress) attempts in a row\(Self.failingFor(failingSince, now)))"
+                : ""
+            transition(to: .failed, at: now, "failed: \(jobError.message)\(why)")
+        }
+    }
+
+    private static func failingFor(_ since: Date?, _ now: Date) -> String {
+        guard let since else { return "" }
+        let seconds = now.timeIntervalSince(since)
+        return seconds < 1 ? "" : " over \(formatSeconds(seconds))"
+    }
+
+    /// The daemon stops while the job runs: it is queued again, to resume at the next start.
+    /// Cleanly (the default message), or killed without a crash of its own (SIGKILL, a power cut).
+    public mutating func requeueAfterRestart(
+        at now: Date, _ message: String = "uploadd stopped; resumes when it starts again"
+    ) {
         guard state == .running else { return }
-        transition(to: .queued, at: now, "daemon restarted; resuming")
+        transition(to: .queued, at: now, message)
+    }
+
+    /// Attempts during which the daemon may die before the job is failed instead of run again.
+    public static let crashLimit = 2
+
+    /// The daemon crashed (a fatal signal: a trap, a fault, a watchdog abort) during the job's
+    /// attempt. The job is queued to run alone, or failed once it has taken the daemon down
+    /// `crashLimit` times in a row, so that one bad job can never block the queue.
+    public mutating func recoverAfterCrash(at now: Date) {
+        guard state == .running else { return }
+        crashes += 1
+        nextAttemptAt = nil
+        if crashes >= Self.crashLimit {
+            error = JobError(
+                code: "crash",
+                message:
+                    "uploadd stopped unexpectedly \(crashes) times in a row while uploading this job, so it was failed to let the rest of the queue run; see the log (journalctl --user -u uploadd), then 'uploadctl resume \(id)' to try again"
+            )
+            transition(to: .failed, at: now, "failed: \(error!.message)")
+        } else {
+            transition(
+                to: .queued, at: now,
+                "uploadd stopped unexpectedly during this upload; resuming, alone until an attempt ends")
+        }
     }
 
     private mutating func transition(to newState: JobState, at now: Date, _ message: String?) {

@@ -1,7 +1,10 @@
+import UploadWire
+
 /// Turns `job.add` params into a JobSpec, or says exactly what is wrong with them.
 public enum JobSpecBuilder {
     public static func build(_ params: AddParams) throws(RPCError) -> JobSpec {
-        func invalid(_ message: String) -> RPCError { RPCError.invalidParams(message) }
+        // Worded for people: uploadctl shows these as usage errors (exit 64).
+        func invalid(_ message: String) -> RPCError { RPCError(code: RPCError.invalidParamsCode, message: message) }
         guard params.source.hasPrefix("/") else {
             throw invalid("source must be an absolute path (uploadctl makes relative paths absolute): \(params.source)")
         }
@@ -14,44 +17,61 @@ public enum JobSpecBuilder {
         }
         let uploadProtocol = params.protocol ?? .auto
         if let message = mismatch(uploadProtocol, destination) { throw invalid(message) }
+        if SafeFileName.component(from: params.source) == nil && destination.explicitFileName == nil {
+            throw invalid(
+                "cannot use the name of \(params.source) on a server (it has control characters, or is . or ..); name the file in the destination, as --to .../NAME"
+            )
+        }
         var headers: [KeyValue] = []
         for text in params.headers ?? [] {
-            guard let header = HeaderSyntax.parse(text) else { throw invalid("header '\(text)' must look like 'Name: value'") }
+            guard let header = HeaderSyntax.parse(text) else {
+                throw invalid("header '\(text)' must look like 'Name: value'")
+            }
             headers.append(header)
         }
         var fields: [KeyValue] = []
         for text in params.fields ?? [] {
-            guard let field = FieldSyntax.parse(text) else { throw invalid("field '\(text)' must look like 'name=value'") }
+            guard let field = FieldSyntax.parse(text) else {
+                throw invalid("field '\(text)' must look like 'name=value'")
+            }
             fields.append(field)
         }
         var chunkSize: Int64?
         if let text = params.chunkSize {
             do {
-                chunkSize = try ByteSize.parse(text)
+                chunkSize = try ChunkSize.parse(text)
             } catch {
                 throw invalid("chunk_size: \(error.description)")
             }
-            guard chunkSize! >= 1 else { throw invalid("chunk_size must be at least 1 byte") }
         }
         let priority = params.priority ?? 0
         guard (-1000...1000).contains(priority) else { throw invalid("priority must be from -1000 to 1000") }
-        if params.image != nil {
-            throw invalid("image preparation (--image) is not available in this uploadd yet; add the file without it")
+        if let umask = params.umask, !(0...0o777).contains(umask) {
+            throw invalid("umask must be from 0 to 511 (0777 in octal)")
         }
-        return JobSpec(
-            source: params.source, destination: params.destination, uploadProtocol: uploadProtocol, headers: headers,
-            fields: fields, user: params.user, chunkSize: chunkSize, priority: priority, snapshot: params.snapshot ?? .auto,
-            image: nil, clientToken: params.clientToken, metadata: params.metadata)
+        // Kept as given, but with spaces and such encoded, so that what is stored is a valid URL.
+        let destinationText =
+            if case .http = destination { Destination.encodingSpecialCharacters(params.destination) } else {
+                params.destination
+            }
+        var spec = JobSpec(
+            source: params.source, destination: destinationText, uploadProtocol: uploadProtocol, headers: headers,
+            fields: fields, user: params.user, chunkSize: chunkSize, priority: priority,
+            snapshot: params.snapshot ?? .auto,
+            clientToken: params.clientToken, metadata: params.metadata)
+        spec.umask = params.umask.map { UInt32($0) }
+        // The daemon checks that it has the step and that its options are good (`Preparer.validate`).
+        if let image = params.image { spec.preparation = [PreparationRequest(step: "image", options: image)] }
+        return spec
     }
 
-    /// A protocol that cannot go to that kind of destination.
-    static func mismatch(_ uploadProtocol: UploadProtocol, _ destination: Destination) -> String? {
-        switch (uploadProtocol, destination) {
-        case (_, .remote), (.auto, _): return nil
-        case (.s3, .s3), (.file, .file): return nil
-        case (.put, .http), (.post, .http), (.tus, .http), (.chunked, .http), (.s3, .http): return nil
-        default:
-            return "protocol \(uploadProtocol.rawValue) cannot upload to this destination; leave --protocol at auto"
+    /// A protocol that cannot go to that kind of destination (by its `traits`).
+    public static func mismatch(_ uploadProtocol: UploadProtocol, _ destination: Destination) -> String? {
+        guard let kind = destination.kind, !uploadProtocol.traits.destinations.contains(kind) else { return nil }
+        if uploadProtocol == .s3 && kind == .http {
+            return
+                "protocol s3 uploads to s3://bucket/prefix/ (with an endpoint in a remote or AWS_ENDPOINT_URL), not to an http URL"
         }
+        return "protocol \(uploadProtocol.rawValue) cannot upload to this destination; leave --protocol at auto"
     }
 }

@@ -1,8 +1,9 @@
 import CShims
 import Foundation
+import UploadWire
 
 /// Progress of a job as the server has committed it.
-public struct JobProgress: Codable, Sendable, Equatable {
+public struct JobProgress: Decodable, Sendable, Equatable {
     public var id: JobID
     public var bytesAcked: Int64
     public var checkpoint: Checkpoint?
@@ -24,15 +25,28 @@ public enum JournalRecord: Sendable, Equatable {
     case removed(JobID)
     /// The next ID to hand out, so IDs are never reused even after their jobs are compacted away.
     case nextID(UInt64)
+    /// A well-formed record this daemon does not understand (written by a newer uploadd): kept
+    /// byte for byte, and its job left alone.
+    case foreign(ForeignRecord)
+
+    static let jobType: UInt8 = 1
 
     var typeCode: UInt8 {
         switch self {
-        case .job: return 1
+        case .job: return Self.jobType
         case .progress: return 2
         case .removed: return 3
         case .nextID: return 4
+        case .foreign(let record): return record.type
         }
     }
+}
+
+/// A record kept as it was read: its type, its payload, and the job it belongs to when known.
+public struct ForeignRecord: Sendable, Equatable {
+    public var type: UInt8
+    public var payload: [UInt8]
+    public var jobID: JobID?
 }
 
 /// The journal's on-disk format: a header, then framed records.
@@ -44,11 +58,16 @@ public enum JournalRecord: Sendable, Equatable {
 /// The CRC32C covers the type byte and the payload. A record is only valid when it is whole and its
 /// checksum matches; replay stops at the first that is not.
 ///
-/// Version 2 payloads are binary (`JournalRecord+Binary.swift`); version 1 payloads were JSON and
-/// are still read, so a journal of uploadd 0.1 replays and is then rewritten as version 2.
+/// Version 4 payloads are binary with length-prefixed structs (`JournalCodec.swift`); version 3
+/// is the same without the fields 4 added at the ends of its structs (a job's preparation), which
+/// a version 3 daemon would have skipped and then uploaded the unprepared original: hence the
+/// bump. Older versions are still read — 3 (same codec), 2 (uploadd 0.2, binary without prefixes,
+/// `JournalFormat2.swift`) and 1 (uploadd 0.1, JSON) — and the file is then rewritten as version
+/// 4. A newer version is refused without touching the file. The README's journal section says
+/// when to bump it.
 public enum JournalFormat {
     public static let magic = Array("UPLOADD\n".utf8)
-    public static let version: UInt32 = 2
+    public static let version: UInt32 = 4
     public static let headerSize = 12
     public static let frameOverhead = 9
     /// Larger lengths can only come from damage: no record is anywhere near this.
@@ -82,13 +101,17 @@ public enum JournalFormat {
         return buffer
     }
 
-    /// A format 2 payload, or with `formatOne` (one decoder for a whole pass) a format 1 payload.
-    private static func decodePayload(type: UInt8, _ payload: ArraySlice<UInt8>, formatOne: JSONDecoder?) throws
-        -> JournalRecord?
+    /// A payload of `version`; format 1 with `formatOne` (one decoder for a whole pass). Nil: a
+    /// record type that format did not have (damage in a file no newer daemon writes).
+    private static func decodePayload(
+        type: UInt8, _ payload: ArraySlice<UInt8>, version: UInt32, formatOne: JSONDecoder?
+    )
+        throws -> JournalRecord?
     {
         if let formatOne { return try decodeJSONPayload(type: type, Data(payload), decoder: formatOne) }
         return try payload.withUnsafeBytes { (bytes) throws(BinaryDecodingError) in
             var reader = BinaryReader(bytes)
+            if version == 2 { return try JournalRecord.readFormat2Payload(type: type, from: &reader) }
             return try JournalRecord.readPayload(type: type, from: &reader)
         }
     }
@@ -102,25 +125,6 @@ public enum JournalFormat {
         case 4: return .nextID(try decoder.decode(UInt64.self, from: payload))
         default: return nil
         }
-    }
-
-    /// A format 1 file as uploadd 0.1 wrote it (framed JSON payloads): what the tests replay to
-    /// prove old journals still load.
-    static func formatOneFile(_ records: [JournalRecord]) throws -> [UInt8] {
-        var bytes = magic
-        appendUInt32(1, to: &bytes)
-        let encoder = JSONEncoder()
-        for record in records {
-            let payload: Data
-            switch record {
-            case .job(let job): payload = try encoder.encode(job)
-            case .progress(let progress): payload = try encoder.encode(progress)
-            case .removed(let id): payload = try encoder.encode(id)
-            case .nextID(let next): payload = try encoder.encode(next)
-            }
-            appendFrame(type: record.typeCode, payload: [UInt8](payload), to: &bytes)
-        }
-        return bytes
     }
 
     /// Decodes a whole journal file. Never throws on damage: it returns every record before it and
@@ -142,7 +146,8 @@ public enum JournalFormat {
         while offset < bytes.count {
             func damage(_ reason: String) -> JournalContents {
                 JournalContents(
-                    records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason), version: version)
+                    records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason),
+                    version: version)
             }
             guard bytes.count - offset >= frameOverhead else { return damage("a record header is torn") }
             let length = Int(readUInt32(bytes, at: offset))
@@ -155,7 +160,8 @@ public enum JournalFormat {
             guard actual == crc else { return damage("a record's checksum does not match") }
             let record: JournalRecord?
             do {
-                record = try decodePayload(type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], formatOne: formatOne)
+                record = try decodePayload(
+                    type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], version: version, formatOne: formatOne)
             } catch {
                 return damage("a record does not decode: \(error)")
             }
@@ -169,7 +175,9 @@ public enum JournalFormat {
     /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
     /// a journal after damage). Replay stops at the damage, but IDs seen past it must never be
     /// handed out again.
-    public static func highestJobID(scanning bytes: ArraySlice<UInt8>, version: UInt32 = JournalFormat.version) -> UInt64? {
+    public static func highestJobID(scanning bytes: ArraySlice<UInt8>, version: UInt32 = JournalFormat.version)
+        -> UInt64?
+    {
         var highest: UInt64?
         let formatOne = version < 2 ? JSONDecoder() : nil
         var offset = bytes.startIndex
@@ -179,13 +187,17 @@ public enum JournalFormat {
             if length <= maxPayloadSize, end <= bytes.endIndex {
                 let crc = readUInt32(Array(bytes[(offset + 4)..<(offset + 8)]), at: 0)
                 let actual = bytes[(offset + 8)..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
-                if actual == crc, let record = try? decodePayload(type: bytes[offset + 8], bytes[(offset + 9)..<end], formatOne: formatOne) {
+                if actual == crc,
+                    let record = try? decodePayload(
+                        type: bytes[offset + 8], bytes[(offset + 9)..<end], version: version, formatOne: formatOne)
+                {
                     let id: UInt64?
                     switch record {
                     case .job(let job): id = job.id.rawValue
                     case .progress(let progress): id = progress.id.rawValue
                     case .removed(let removed): id = removed.rawValue
                     case .nextID(let next): id = next > 0 ? next - 1 : nil
+                    case .foreign(let foreign): id = foreign.jobID?.rawValue
                     }
                     if let id { highest = max(highest ?? 0, id) }
                     offset = end
@@ -235,39 +247,5 @@ public enum JournalFormatError: Error, Equatable, CustomStringConvertible {
             return "the journal has format version \(version), newer than this uploadd understands"
                 + " (\(JournalFormat.version)); run the newer uploadd, or move the file away to start empty"
         }
-    }
-}
-
-/// Rebuilds the queue from journal records: the single place that gives records their meaning.
-public struct JournalState: Sendable {
-    public private(set) var jobs: [JobID: Job] = [:]
-    public private(set) var nextID: UInt64 = 1
-    /// How many jobs are in each state, kept as records are applied: a status line costs nothing
-    /// with 100,000 jobs.
-    public private(set) var stateCounts: [JobState: Int] = [:]
-
-    public init() {}
-
-    public mutating func apply(_ record: JournalRecord) {
-        switch record {
-        case .job(let job):
-            if let old = jobs.updateValue(job, forKey: job.id) { stateCounts[old.state, default: 0] -= 1 }
-            stateCounts[job.state, default: 0] += 1
-            nextID = max(nextID, job.id.rawValue + 1)
-        case .progress(let progress):
-            guard jobs[progress.id] != nil else { return }
-            jobs[progress.id]!.bytesAcked = progress.bytesAcked
-            jobs[progress.id]!.checkpoint = progress.checkpoint
-        case .removed(let id):
-            if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
-            nextID = max(nextID, id.rawValue + 1)
-        case .nextID(let next):
-            nextID = max(nextID, next)
-        }
-    }
-
-    /// The records that rebuild this state from nothing: what compaction writes.
-    public func compactedRecords() -> [JournalRecord] {
-        [.nextID(nextID)] + jobs.keys.sorted().map { .job(jobs[$0]!) }
     }
 }

@@ -1,11 +1,35 @@
-/// Queued jobs ready to start, in the order they start: higher priority first, then FIFO (lower ID).
+import UploadWire
+
+/// Where a job stands in the queue: higher priority first, then lower rank (its ID unless it was
+/// moved, `Job.place`).
+public struct QueuePlace: Sendable, Equatable {
+    public var priority: Int
+    public var rank: Int64
+
+    public init(priority: Int, rank: Int64) {
+        self.priority = priority
+        self.rank = rank
+    }
+
+    /// The queue's order: higher priority, then lower rank, then lower ID.
+    public static func startsBefore(_ lhs: (id: JobID, place: QueuePlace), _ rhs: (id: JobID, place: QueuePlace))
+        -> Bool
+    {
+        if lhs.place.priority != rhs.place.priority { return lhs.place.priority > rhs.place.priority }
+        if lhs.place.rank != rhs.place.rank { return lhs.place.rank < rhs.place.rank }
+        return lhs.id < rhs.id
+    }
+}
+
+/// Queued jobs ready to start, in the order they start: higher priority first, then lower rank,
+/// then FIFO (lower ID).
 public struct ReadyQueue: Sendable {
     private struct Entry: Comparable {
-        var priority: Int
+        var place: QueuePlace
         var id: JobID
 
         static func < (lhs: Entry, rhs: Entry) -> Bool {
-            lhs.priority != rhs.priority ? lhs.priority > rhs.priority : lhs.id < rhs.id
+            QueuePlace.startsBefore((lhs.id, lhs.place), (rhs.id, rhs.place))
         }
     }
 
@@ -18,9 +42,16 @@ public struct ReadyQueue: Sendable {
 
     /// A queue of many jobs at once, sorted once (inserting 100,000 jobs in random order one by one
     /// would move the array for each).
-    public init(_ jobs: [(id: JobID, priority: Int)]) {
-        for job in jobs where members.insert(job.id).inserted { entries.append(Entry(priority: job.priority, id: job.id)) }
+    public init(_ jobs: [(id: JobID, place: QueuePlace)]) {
+        for job in jobs where members.insert(job.id).inserted {
+            entries.append(Entry(place: job.place, id: job.id))
+        }
         entries.sort()
+    }
+
+    /// A queue of jobs that were never moved: by priority, then ID.
+    public init(_ jobs: [(id: JobID, priority: Int)]) {
+        self.init(jobs.map { ($0.id, QueuePlace(priority: $0.priority, rank: Job.defaultRank(of: $0.id))) })
     }
 
     public var count: Int { entries.count - head }
@@ -29,8 +60,16 @@ public struct ReadyQueue: Sendable {
     public func contains(_ id: JobID) -> Bool { members.contains(id) }
 
     public mutating func insert(_ id: JobID, priority: Int) {
+        insert(id, at: QueuePlace(priority: priority, rank: Job.defaultRank(of: id)))
+    }
+
+    public mutating func remove(_ id: JobID, priority: Int) {
+        remove(id, at: QueuePlace(priority: priority, rank: Job.defaultRank(of: id)))
+    }
+
+    public mutating func insert(_ id: JobID, at place: QueuePlace) {
         guard members.insert(id).inserted else { return }
-        let entry = Entry(priority: priority, id: id)
+        let entry = Entry(place: place, id: id)
         if let last = entries.last, head < entries.count, last < entry {
             entries.append(entry)
             return
@@ -38,9 +77,11 @@ public struct ReadyQueue: Sendable {
         entries.insert(entry, at: insertionIndex(for: entry))
     }
 
-    public mutating func remove(_ id: JobID, priority: Int) {
+    /// `place` must be where the job was inserted.
+    public mutating func remove(_ id: JobID, at place: QueuePlace) {
         guard members.remove(id) != nil else { return }
-        let entry = Entry(priority: priority, id: id)
+        members.shrinkIfSparse()
+        let entry = Entry(place: place, id: id)
         let index = insertionIndex(for: entry)
         if index < entries.count, entries[index] == entry { entries.remove(at: index) }
     }
@@ -51,6 +92,7 @@ public struct ReadyQueue: Sendable {
         let entry = entries[head]
         head += 1
         members.remove(entry.id)
+        members.shrinkIfSparse()
         if head > 1024 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0

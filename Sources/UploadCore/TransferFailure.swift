@@ -1,4 +1,5 @@
 import Foundation
+import UploadWire
 
 /// Why a transfer attempt failed, classified so the queue knows whether to try again.
 ///
@@ -56,9 +57,11 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The server answered with an error status. `body` is the start of its answer.
-    public static func http(status: Int, method: String, url: String, body: String, retryAfter: Duration?)
-        -> TransferFailure
-    {
+    /// `location`: the answer's Location header, named when the server redirects (uploads never
+    /// follow a redirect: the file's bytes and the credentials would go where the user did not say).
+    public static func http(
+        status: Int, method: String, url: String, body: String, retryAfter: Duration?, location: String? = nil
+    ) -> TransferFailure {
         let detail = Self.summarize(body)
         let reason = HTTPStatus.reason(status)
         var message = "\(method) \(url): HTTP \(status) \(reason)"
@@ -67,6 +70,10 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
         case 401, 403: message += " (check the user and password or token for this destination)"
         case 404 where method == "PUT": message += " (does the directory exist on the server?)"
         case 413: message += " (the server refuses a file this large)"
+        case 300..<400 where location != nil:
+            let target = Redaction.redactURL(String(location!.prefix(300)))
+            message +=
+                " (the server redirects to \(target); uploads do not follow redirects: use that as the destination)"
         default: break
         }
         return TransferFailure(
@@ -75,9 +82,10 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// One line of the server's answer, without markup, at most 200 characters.
-    static func summarize(_ body: String) -> String {
+    public static func summarize(_ body: String) -> String {
         var text = body
-        if let title = text.range(of: "<title>"), let end = text.range(of: "</title>", range: title.upperBound..<text.endIndex)
+        if let title = text.range(of: "<title>"),
+            let end = text.range(of: "</title>", range: title.upperBound..<text.endIndex)
         {
             text = String(text[title.upperBound..<end.lowerBound])
         }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import UploadCore
+import UploadWire
 
 /// uploadd's entry point: parse the command line, set up, serve until told to stop.
 public enum UploadDaemonMain {
@@ -53,12 +54,16 @@ final class Daemon: Sendable {
     let ownsSocketFile: Bool
     let startedAt = Date()
     let journalDamage: String?
-    let configWarnings: ConfigWarnings
+    let configReport: ConfigReport
+    let crashMarker: CrashMarker
+    let networkMonitor: NetworkMonitor?
+    let conditionsWatcher: SystemConditionsWatcher?
 
     private init(
         options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier, lock: StateLock,
         journal: Journal, http: HTTPClient, scheduler: Scheduler, server: ControlServer, socketPath: String,
-        ownsSocketFile: Bool, journalDamage: String?, configWarnings: ConfigWarnings
+        ownsSocketFile: Bool, journalDamage: String?, configReport: ConfigReport, crashMarker: CrashMarker,
+        networkMonitor: NetworkMonitor?, conditionsWatcher: SystemConditionsWatcher?
     ) {
         self.options = options
         self.environment = environment
@@ -71,16 +76,29 @@ final class Daemon: Sendable {
         self.socketPath = socketPath
         self.ownsSocketFile = ownsSocketFile
         self.journalDamage = journalDamage
-        self.configWarnings = configWarnings
+        self.configReport = configReport
+        self.crashMarker = crashMarker
+        self.networkMonitor = networkMonitor
+        self.conditionsWatcher = conditionsWatcher
     }
 
-    static func start(options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier) throws -> Daemon {
+    static func start(options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier) throws -> Daemon
+    {
         signal(SIGPIPE, SIG_IGN)
-        umask(0o077)
+        HeapTrimmer.limitArenas()
+        // Our own files (journal, snapshots) are private; `file://` copies get the user's umask.
+        let userUmask = umask(0o077)
         raiseFileLimit()
-        try FileOps.makeDirectory(options.stateDirectory)
-        try FileOps.makeDirectory(options.cacheDirectory)
+        try FileOps.preparePrivateDirectory(options.stateDirectory, what: "the state directory", option: "--state-dir")
+        try FileOps.preparePrivateDirectory(options.cacheDirectory, what: "the cache directory", option: "--cache-dir")
         let lock = try StateLock.acquire(directory: options.stateDirectory)
+        let crashMarker = CrashMarker(stateDirectory: options.stateDirectory)
+        let crashSignal = crashMarker.previousCrash()
+        if let crashSignal {
+            Log.warning(
+                "uploadd crashed last time (signal \(crashSignal)); the jobs it was uploading run one at a time now")
+        }
+        try crashMarker.install()
         let config = try DaemonConfig.load(path: options.configPath)
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
 
@@ -91,19 +109,40 @@ final class Daemon: Sendable {
         }
         let (journal, replay) = try Journal.open(directory: options.stateDirectory)
         if let damage = replay.damage { Log.warning(damage) }
+        if !replay.state.foreignJobs.isEmpty {
+            Log.warning(
+                "\(replay.state.foreignJobs.count) jobs were written by a newer uploadd in a way this one does not understand; they are kept in the journal and left alone (run the newer uploadd to continue them)"
+            )
+        }
         Log.info(
-            "journal replayed: \(replay.state.jobs.count) jobs from \(replay.recordCount) records in \(String(format: "%.0f", Date().timeIntervalSince(replayStart) * 1000)) ms")
+            "journal replayed: \(replay.state.jobs.count) jobs from \(replay.recordCount) records in \(String(format: "%.0f", Date().timeIntervalSince(replayStart) * 1000)) ms"
+        )
 
         let snapshots = SnapshotCache(cacheDirectory: options.cacheDirectory)
         try snapshots.prepare()
         HTTPClient.globalInit()
         let http = HTTPClient()
         let events = EventHub()
+        let reachability = Reachability()
         let scheduler = Scheduler(
             replayed: replay.state, config: config,
             dependencies: Scheduler.Dependencies(
                 journal: journal, http: http, snapshots: snapshots, events: events, environment: environment,
-                reportStatus: { notifier.status($0) }))
+                umask: userUmask,
+                reportStatus: { notifier.status($0) },
+                reachability: { url, fresh in
+                    if fresh { reachability.networkChanged() }
+                    return (try? await Blocking.run { reachability.check(url: url) }) ?? .unknown
+                },
+                bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
+                applyBandwidthLimit: { http.setBandwidthLimit($0) }), crashed: crashSignal != nil)
+        let networkMonitor = NetworkMonitor {
+            reachability.networkChanged()
+            Task { await scheduler.networkChanged() }
+        }
+        let conditionsWatcher = SystemConditionsWatcher { state in
+            Task { await scheduler.conditionsChanged(state) }
+        }
 
         let listenFD: Int32
         let socketPath: String
@@ -119,23 +158,25 @@ final class Daemon: Sendable {
             ownsSocketFile = true
             Log.info("serving on \(socketPath)")
         }
-        let warnings = ConfigWarnings(config.warnings)
+        let report = ConfigReport(warnings: config.warnings)
         let daemonBox = DaemonReference()
         let handler = ControlHandler(
             scheduler: scheduler, events: events,
-            reload: { try await daemonBox.daemon?.reload() },
+            reload: { try await daemonBox.daemon?.reload() ?? [] },
             status: {
                 await daemonBox.daemon?.status()
                     ?? DaemonStatus(
                         version: UploaddVersion.string, pid: getpid(), uptime: 0, jobs: [:], speed: 0, maxTransfers: 0,
                         stateDirectory: "", cacheDirectory: "", socket: "", journalBytes: 0, journalDamage: nil,
-                        configWarnings: [])
+                        configWarnings: [], configErrors: [])
             })
         let server = ControlServer(listenFD: listenFD, handler: handler)
         let daemon = Daemon(
             options: options, environment: environment, notifier: notifier, lock: lock, journal: journal, http: http,
             scheduler: scheduler, server: server, socketPath: socketPath, ownsSocketFile: ownsSocketFile,
-            journalDamage: replay.damage, configWarnings: warnings)
+            journalDamage: replay.damage, configReport: report, crashMarker: crashMarker,
+            networkMonitor: networkMonitor,
+            conditionsWatcher: conditionsWatcher)
         daemonBox.daemon = daemon
         server.start()
         return daemon
@@ -145,8 +186,10 @@ final class Daemon: Sendable {
     func serveUntilStopped() async {
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
         // The journal is replayed and the socket listens: ready, then let the queue run.
+        if let conditionsWatcher { await scheduler.conditionsChanged(conditionsWatcher.initial) }
         notifier.ready(status: await scheduler.takeStatusText())
         await scheduler.start()
+        crashMarker.clear()  // its consequences are journaled now
         Log.notice("uploadd \(UploaddVersion.string) ready (pid \(getpid()))")
         let watchdog = startWatchdog()
         for await signal in signals.stream {
@@ -164,6 +207,8 @@ final class Daemon: Sendable {
         notifier.stopping()
         watchdog?.cancel()
         server.stop()
+        networkMonitor?.stop()
+        conditionsWatcher?.stop()
         await scheduler.shutdown()
         http.shutdown()
         journal.close()
@@ -172,25 +217,35 @@ final class Daemon: Sendable {
     }
 
     /// Re-reads the config file and applies it; the old config stays when the new one is broken.
-    func reload() async throws {
+    /// Returns the new config's warnings. On errors the config in use stays, and the errors are
+    /// logged, thrown (for the reply) and kept for status.
+    @discardableResult
+    func reload() async throws -> [String] {
         notifier.reloading()
         let config: DaemonConfig
         do {
             config = try DaemonConfig.load(path: options.configPath)
         } catch {
+            let errors = error.message.split(separator: "\n").map(String.init)
+            configReport.refused(errors: errors)
+            for line in errors { Log.error("\(options.configPath): \(line)") }
+            Log.error("config not reloaded: the one loaded before stays in use")
             notifier.ready(status: await scheduler.takeStatusText())
             throw error
         }
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
-        configWarnings.replace(config.warnings)
+        configReport.applied(warnings: config.warnings)
         await scheduler.reload(config)
         notifier.ready(status: await scheduler.takeStatusText())
         Log.notice("config reloaded from \(options.configPath)")
+        return config.warnings
     }
 
     func status() async -> DaemonStatus {
         await scheduler.status(
-            socket: socketPath, startedAt: startedAt, journalDamage: journalDamage, configWarnings: configWarnings.current)
+            socket: socketPath, startedAt: startedAt, journalDamage: journalDamage,
+            configWarnings: configReport.warnings,
+            configErrors: configReport.errors)
     }
 
     /// WATCHDOG=1 at half the interval systemd asks for, and only after the scheduler answered:

@@ -1,6 +1,8 @@
 // libFuzzer entry point: the journal record decoder must never crash on any file content.
 // Built by contrib/scripts/fuzz together with UploadCore's sources.
 
+import UploadWire
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func journalFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

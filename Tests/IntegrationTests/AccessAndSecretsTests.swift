@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Who gets in, what leaks, and where files land: only the socket owner's uid is served, the
 /// daemon's files are private, secrets never reach logs, output or events, and a hostile local file
@@ -65,14 +66,18 @@ final class AccessAndSecretsTests {
                 print("RECV-ENDED", e.strerror)
             print(data.decode("utf-8", "replace"))
             """
-        let raw = try Command.run("/usr/bin/setpriv", asNobody + ["/usr/bin/python3", "-c", script, daemon.socket], timeout: 30)
+        let raw = try Command.run(
+            "/usr/bin/setpriv", asNobody + ["/usr/bin/python3", "-c", script, daemon.socket], timeout: 30)
         print("a client as nobody: \(raw)")
-        #expect(raw.stdout.contains("CONNECTED"), "the opened-up socket lets nobody connect (so SO_PEERCRED is what refuses): \(raw)")
+        #expect(
+            raw.stdout.contains("CONNECTED"),
+            "the opened-up socket lets nobody connect (so SO_PEERCRED is what refuses): \(raw)")
         #expect(raw.stdout.contains("\(RPCError.deniedCode)") && raw.stdout.contains("permission denied"), "\(raw)")
         #expect(!raw.stdout.contains("\"result\""), "nobody got an answer: \(raw)")
         #expect(raw.stdout.contains("EOF") || raw.stdout.contains("RECV-ENDED"), "the connection is closed: \(raw)")
 
-        let ctl = try Command.run("/usr/bin/setpriv", asNobody + [uploadctl, "--socket", daemon.socket, "list"], timeout: 30)
+        let ctl = try Command.run(
+            "/usr/bin/setpriv", asNobody + [uploadctl, "--socket", daemon.socket, "list"], timeout: 30)
         print("uploadctl as nobody: \(ctl)")
         #expect(ctl.status != 0, "\(ctl)")
         #expect(ctl.stderr.contains("permission denied"), "uploadctl says why: \(ctl)")
@@ -81,21 +86,29 @@ final class AccessAndSecretsTests {
     }
 
     @Test func theDaemonsFilesAndDirectoriesArePrivate() throws {
-        let daemon = try DaemonProcess(name: "access-modes", config: "[daemon]\nretry_base_delay = 600000\nretry_attempts = 5\n")
+        let daemon = try DaemonProcess(
+            name: "access-modes", config: "[daemon]\nretry_base_delay = 600000\nretry_attempts = 5\nretry_for = 0\n")
         let runDirectory = (daemon.socket as NSString).deletingLastPathComponent
-        chmod(runDirectory, 0o755)  // a runtime directory left too open is tightened at start
+        // A socket folder left open to others is refused, not chmod'ed: someone else may have made it.
+        chmod(runDirectory, 0o755)
+        let refused = try CrashSupport.runUploadd(daemon)
+        #expect(refused.status != 0 && refused.stderr.contains("lets group or others in (mode 755"), "\(refused)")
+        #expect(Self.mode(runDirectory) == 0o755, "the folder's mode was left alone")
+        chmod(runDirectory, 0o700)
         try daemon.start()
         defer { daemon.stop() }
         // A job that waits to retry keeps its snapshot in the cache.
         let source = files.appendingPathComponent("kept.bin").path
         try makeRandomFile(at: source, size: 64 << 10)
-        let ids = try daemon.add([source], to: "http://127.0.0.1:1/nowhere/", ["--protocol", "put", "--snapshot", "copy"])
+        let ids = try daemon.add(
+            [source], to: "http://127.0.0.1:1/nowhere/", ["--protocol", "put", "--snapshot", "copy"])
         let waiting = try eventually(timeout: 30) {
             let job = try daemon.job(ids[0])
             return job.attempts >= 1 && job.state == .queued && job.nextAttemptAt != nil
         }
         #expect(waiting, "the job waits to retry: \(String(describing: try? daemon.job(ids[0])))")
-        let snapshots = (try? FileManager.default.contentsOfDirectory(atPath: daemon.cacheDirectory + "/snapshots")) ?? []
+        let snapshots =
+            (try? FileManager.default.contentsOfDirectory(atPath: daemon.cacheDirectory + "/snapshots")) ?? []
         #expect(!snapshots.isEmpty, "the job's snapshot is in the cache")
 
         var modes: [(String, mode_t?, mode_t)] = [
@@ -129,7 +142,8 @@ final class AccessAndSecretsTests {
         let result = try Command.run(
             uploadd,
             [
-                "--state-dir", base.appendingPathComponent("state").path, "--cache-dir", base.appendingPathComponent("cache").path,
+                "--state-dir", base.appendingPathComponent("state").path, "--cache-dir",
+                base.appendingPathComponent("cache").path,
                 "--socket", socketDirectory + "/control.sock", "--config", config,
             ], timeout: 15)
         print("uploadd with its socket in \(socketDirectory): \(result)")
@@ -140,17 +154,21 @@ final class AccessAndSecretsTests {
 
     @Test func aSymlinkedRuntimeDirectoryIsRefused() throws {
         let real = files.appendingPathComponent("real-run").path
-        try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: real, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let link = files.appendingPathComponent("link-run").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
         try expectRefusal(socketDirectory: link, mentioning: "symlink")
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: real))?.isEmpty == true, "nothing was put behind the link")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: real))?.isEmpty == true,
+            "nothing was put behind the link")
     }
 
     @Test(.enabled(if: geteuid() == 0, "needs root to chown a directory to nobody"))
     func aRuntimeDirectoryOwnedBySomeoneElseIsRefused() throws {
         let other = files.appendingPathComponent("other-run").path
-        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: other, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         #expect(chown(other, 65534, 65534) == 0)
         try expectRefusal(socketDirectory: other, mentioning: "belongs to uid 65534")
     }
@@ -169,10 +187,12 @@ final class AccessAndSecretsTests {
         let rightPasswordFile = files.appendingPathComponent("right.pw").path
         let wrongPasswordFile = files.appendingPathComponent("wrong.pw").path
         try "\(servers.password)\n".write(toFile: rightPasswordFile, atomically: true, encoding: .utf8)
-        try "\(secret("password_file password (wrong)"))\n".write(toFile: wrongPasswordFile, atomically: true, encoding: .utf8)
+        try "\(secret("password_file password (wrong)"))\n".write(
+            toFile: wrongPasswordFile, atomically: true, encoding: .utf8)
         var config = """
             [daemon]
             retry_attempts = 2
+            retry_for = 0
             retry_base_delay = 100
 
             [remote privright]
@@ -215,10 +235,10 @@ final class AccessAndSecretsTests {
 
         // Everything clients see, from the start: events as JSON and as text.
         var outputs: [(name: String, text: String)] = []
-        func background(_ arguments: [String]) throws -> (Process, String) {
+        func background(_ arguments: [String]) throws -> (ChildProcess, String) {
             let out = files.appendingPathComponent("out-\(UUID().uuidString.prefix(6))").path
             _ = FileManager.default.createFile(atPath: out, contents: nil)
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: uploadctl)
             process.arguments = ["--socket", daemon.socket] + arguments
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
@@ -228,20 +248,60 @@ final class AccessAndSecretsTests {
             return (process, out)
         }
         let watchers = [try background(["--json", "watch"]), try background(["watch"])]
-        usleep(500_000)
+        // Both watchers are subscribed once a job's events reach both: add a probe job (a local
+        // copy), again if one watcher was not subscribed yet when its events went out.
+        let probeSource = files.appendingPathComponent("subscription-probe.txt").path
+        try "probe\n".write(toFile: probeSource, atomically: true, encoding: .utf8)
+        let probeTarget = files.appendingPathComponent("probe-target").path
+        var subscribed = false
+        for _ in 0..<20 where !subscribed {
+            _ = try daemon.waitFor(try daemon.add([probeSource], to: "file://\(probeTarget)/")[0])
+            subscribed = eventually(timeout: 1) {
+                watchers.allSatisfy { !((try? String(contentsOfFile: $0.1, encoding: .utf8)) ?? "").isEmpty }
+            }
+        }
+        try #require(subscribed, "uploadctl watch printed no event of 20 probe jobs")
 
         let withPassword = { (password: String) in
             servers.nginxURL.replacingOccurrences(of: "://", with: "://\(servers.user):\(password)@")
         }
         var jobs: [(name: String, expect: JobState, arguments: [String])] = [
-            ("user-right", .completed, ["--to", "\(servers.nginxURL)/private/secrets-\(tag)/", "--protocol", "put", "--user", "\(servers.user):\(servers.password)"]),
-            ("user-wrong", .failed, ["--to", "\(servers.nginxURL)/private/secrets-\(tag)/", "--protocol", "put", "--user", "\(servers.user):\(secret("wrong --user password"))"]),
+            (
+                "user-right", .completed,
+                [
+                    "--to", "\(servers.nginxURL)/private/secrets-\(tag)/", "--protocol", "put", "--user",
+                    "\(servers.user):\(servers.password)",
+                ]
+            ),
+            (
+                "user-wrong", .failed,
+                [
+                    "--to", "\(servers.nginxURL)/private/secrets-\(tag)/", "--protocol", "put", "--user",
+                    "\(servers.user):\(secret("wrong --user password"))",
+                ]
+            ),
             ("file-right", .completed, ["--to", "privright:"]),
             ("file-wrong", .failed, ["--to", "privwrong:"]),
-            ("bearer", .completed, ["--to", "\(servers.nginxURL)/dav/secrets-\(tag)/", "--protocol", "put", "--header", "Authorization: Bearer \(secret("Authorization header"))"]),
+            (
+                "bearer", .completed,
+                [
+                    "--to", "\(servers.nginxURL)/dav/secrets-\(tag)/", "--protocol", "put", "--header",
+                    "Authorization: Bearer \(secret("Authorization header"))",
+                ]
+            ),
             ("url-wrong", .failed, ["--to", "\(withPassword(secret("URL password")))/private/secrets-\(tag)/"]),
-            ("url-right", .completed, ["--to", "\(withPassword(servers.password))/private/secrets-\(tag)/", "--protocol", "put"]),
-            ("presigned", .completed, ["--to", "\(servers.nginxURL)/dav/secrets-\(tag)/presigned.bin?X-Amz-Credential=AKIAX&X-Amz-Signature=\(secret("presigned signature"))", "--protocol", "put"]),
+            (
+                "url-right", .completed,
+                ["--to", "\(withPassword(servers.password))/private/secrets-\(tag)/", "--protocol", "put"]
+            ),
+            (
+                "presigned", .completed,
+                [
+                    "--to",
+                    "\(servers.nginxURL)/dav/secrets-\(tag)/presigned.bin?X-Amz-Credential=AKIAX&X-Amz-Signature=\(secret("presigned signature"))",
+                    "--protocol", "put",
+                ]
+            ),
         ]
         if servers.s3 != nil {
             jobs += [("s3-right", .completed, ["--to", "s3right:"]), ("s3-wrong", .failed, ["--to", "s3wrong:"])]
@@ -256,7 +316,9 @@ final class AccessAndSecretsTests {
             #expect(result.status == 0, "add \(job.name): \(result)")
             if json.isEmpty, let id = JobID(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 ids.append((job.name, id, job.expect))
-            } else if let list = try? JSONCoding.decoder.decode(JobList.self, from: Data(result.stdout.utf8)), let id = list.jobs.first?.id {
+            } else if let list = try? JSONCoding.decoder.decode(JobList.self, from: Data(result.stdout.utf8)),
+                let id = list.jobs.first?.id
+            {
                 ids.append((job.name, id, job.expect))
             }
         }
@@ -272,15 +334,20 @@ final class AccessAndSecretsTests {
                 outputs.append((arguments.joined(separator: " "), result.stdout + result.stderr))
             }
             let raw = try RawClient(daemon.socket)
-            raw.send(line: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"job.get\",\"params\":{\"id\":\(id.description)}}")
-            if case .line(let bytes) = raw.readLine() { outputs.append(("job.get \(id)", String(decoding: bytes, as: UTF8.self))) }
+            raw.send(
+                line: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"job.get\",\"params\":{\"id\":\(id.description)}}")
+            if case .line(let bytes) = raw.readLine() {
+                outputs.append(("job.get \(id)", String(decoding: bytes, as: UTF8.self)))
+            }
         }
         // A delete sends the credentials again and logs what it removed.
         if let urlRight = ids.first(where: { $0.name == "url-right" }) {
             let result = try daemon.ctl(["delete", "\(urlRight.id)"])
             outputs.append(("delete", result.stdout + result.stderr))
         }
-        for arguments in [["list"], ["--json", "list"], ["status"], ["--json", "status"], ["list", "--state", "failed"]] {
+        for arguments in [
+            ["list"], ["--json", "list"], ["status"], ["--json", "status"], ["list", "--state", "failed"],
+        ] {
             let result = try daemon.ctl(arguments)
             outputs.append((arguments.joined(separator: " "), result.stdout + result.stderr))
         }
@@ -291,7 +358,9 @@ final class AccessAndSecretsTests {
             process.waitUntilExit()
             outputs.append(("watch output \(out)", (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""))
         }
-        #expect(outputs.contains { $0.name.hasPrefix("watch") && $0.text.contains("\"state\":\"failed\"") }, "the JSON watcher saw the failures")
+        #expect(
+            outputs.contains { $0.name.hasPrefix("watch") && $0.text.contains("\"state\":\"failed\"") },
+            "the JSON watcher saw the failures")
         // A restart replays the journal and logs what it found.
         daemon.stop()
         try daemon.start()
@@ -308,15 +377,19 @@ final class AccessAndSecretsTests {
             }
         }
         #expect(leaks.isEmpty, "secrets leaked:\n\(leaks.joined(separator: "\n"))")
-        print("checked \(secrets.count) secrets against \(outputs.count) outputs (\(outputs.map(\.text.utf8.count).reduce(0, +)) bytes): \(leaks.count) leaks")
+        print(
+            "checked \(secrets.count) secrets against \(outputs.count) outputs (\(outputs.map(\.text.utf8.count).reduce(0, +)) bytes): \(leaks.count) leaks"
+        )
 
         // The journal is the one place a --user password may be; it is private.
         let journal = daemon.stateDirectory + "/journal"
         #expect(Self.mode(journal) == 0o600, "journal mode \(Self.octal(Self.mode(journal)))")
-        let journalText = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: journal))) ?? Data(), as: UTF8.self)
+        let journalText = String(
+            decoding: (try? Data(contentsOf: URL(fileURLWithPath: journal))) ?? Data(), as: UTF8.self)
         let inJournal = secrets.filter { journalText.contains($0.value) }.map(\.label)
         print("secrets stored in the journal (mode \(Self.octal(Self.mode(journal)))): \(inJournal)")
-        for label in ["password_file password (wrong)", "S3 secret key", "wrong S3 secret key"] where inJournal.contains(label) {
+        for label in ["password_file password (wrong)", "S3 secret key", "wrong S3 secret key"]
+        where inJournal.contains(label) {
             Issue.record("\(label), read from a file when the job runs, was written to the journal")
         }
     }
@@ -347,7 +420,9 @@ final class AccessAndSecretsTests {
     }
 
     /// Adds each file on its own (so an add error maps to its name) and waits for all of them.
-    private func addEach(_ names: [String], from directory: String, to destination: String, _ options: [String], daemon: DaemonProcess) throws -> [Placed] {
+    private func addEach(
+        _ names: [String], from directory: String, to destination: String, _ options: [String], daemon: DaemonProcess
+    ) throws -> [Placed] {
         var placed: [Placed] = []
         for (index, name) in names.enumerated() {
             let path = directory + "/" + name
@@ -362,12 +437,16 @@ final class AccessAndSecretsTests {
     }
 
     private static func printable(_ name: String) -> String {
-        name.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+        name.unicodeScalars.map {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "\\u{\(String($0.value, radix: 16))}" : String($0)
+        }.joined()
     }
 
     /// Checks each placed file: completed under its own name in `landed(name)`'s directory, or (for
     /// unsafe names) refused with a clear error.
-    private func check(_ placed: [Placed], unsafe: Set<String>, daemon: DaemonProcess, landedAt: (String) -> String) throws {
+    private func check(_ placed: [Placed], unsafe: Set<String>, daemon: DaemonProcess, landedAt: (String) -> String)
+        throws
+    {
         for (index, item) in placed.enumerated() {
             let shown = Self.printable(item.name)
             guard let id = item.id else {
@@ -377,7 +456,10 @@ final class AccessAndSecretsTests {
             }
             let job = try daemon.job(id)
             if unsafe.contains(item.name) {
-                #expect(job.state == .failed, "\(shown): a control character in the name is refused, not \(job.state) (\(String(describing: job.result)))")
+                #expect(
+                    job.state == .failed,
+                    "\(shown): a control character in the name is refused, not \(job.state) (\(String(describing: job.result)))"
+                )
                 let message = job.error?.message ?? ""
                 #expect(message.contains("safe file name"), "\(shown): the error says why: \(message)")
                 continue
@@ -386,7 +468,9 @@ final class AccessAndSecretsTests {
             guard job.state == .completed else { continue }
             let expected = landedAt(item.name)
             let content = try? String(contentsOfFile: expected, encoding: .utf8)
-            #expect(content == "payload \(index): \(item.name)\n", "\(shown) did not land as \(Self.printable(expected)) (result \(job.result?.url ?? "-"))")
+            #expect(
+                content == "payload \(index): \(item.name)\n",
+                "\(shown) did not land as \(Self.printable(expected)) (result \(job.result?.url ?? "-"))")
         }
     }
 
@@ -424,12 +508,15 @@ final class AccessAndSecretsTests {
         let inTarget = Set((try? FileManager.default.contentsOfDirectory(atPath: target)) ?? [])
         let unexpected = inTarget.subtracting(Set(names))
         #expect(unexpected.isEmpty, "files in the target under other names: \(unexpected.map(Self.printable))")
-        let outside = (try? FileManager.default.subpathsOfDirectory(atPath: base.path))?.filter {
-            !$0.hasPrefix("src") && $0 != "outer" && $0 != "outer/target" && !$0.hasPrefix("outer/target/")
-        } ?? []
+        let outside =
+            (try? FileManager.default.subpathsOfDirectory(atPath: base.path))?.filter {
+                !$0.hasPrefix("src") && $0 != "outer" && $0 != "outer/target" && !$0.hasPrefix("outer/target/")
+            } ?? []
         #expect(outside.isEmpty, "files outside the target: \(outside.map(Self.printable))")
         let itest = (base.path as NSString).deletingLastPathComponent
-        let escaped = ((try? FileManager.default.contentsOfDirectory(atPath: itest)) ?? []).filter { $0.contains("escaped-\(tag)") }
+        let escaped = ((try? FileManager.default.contentsOfDirectory(atPath: itest)) ?? []).filter {
+            $0.contains("escaped-\(tag)")
+        }
         #expect(escaped.isEmpty, "files escaped to \(itest): \(escaped)")
         for name in escaped { try? FileManager.default.removeItem(atPath: itest + "/" + name) }
     }
@@ -443,7 +530,8 @@ final class AccessAndSecretsTests {
         let sources = try TestPaths.scratch("escape-put-\(tag)").path
         let folder = "escape-\(tag)"
         let names = Self.hostileNames(tag) + Self.unsafeNames
-        let placed = try addEach(names, from: sources, to: "\(servers.nginxURL)/dav/\(folder)/", ["--protocol", "put"], daemon: daemon)
+        let placed = try addEach(
+            names, from: sources, to: "\(servers.nginxURL)/dav/\(folder)/", ["--protocol", "put"], daemon: daemon)
         let stored = "\(servers.nginxRoot)/dav/\(folder)"
         try check(placed, unsafe: Set(Self.unsafeNames), daemon: daemon) { stored + "/" + $0 }
         let inFolder = Set((try? FileManager.default.contentsOfDirectory(atPath: stored)) ?? [])
@@ -453,7 +541,10 @@ final class AccessAndSecretsTests {
         #expect(escaped.isEmpty, "files outside \(stored): \(escaped)")
         for job in placed.compactMap(\.id) {
             if let url = try daemon.job(job).result?.url {
-                #expect(url.hasPrefix("\(servers.nginxURL)/dav/\(folder)/") && !url.dropFirst("\(servers.nginxURL)/dav/\(folder)/".count).contains("/"), "result URL \(url)")
+                #expect(
+                    url.hasPrefix("\(servers.nginxURL)/dav/\(folder)/")
+                        && !url.dropFirst("\(servers.nginxURL)/dav/\(folder)/".count).contains("/"), "result URL \(url)"
+                )
             }
         }
     }
@@ -464,8 +555,10 @@ final class AccessAndSecretsTests {
             try Command.run(
                 "/usr/bin/curl",
                 [
-                    "-sS", "-o", "-", "-w", "\n%{http_code}", "-F", "sequenceNo=0", "-F", "blockSize=16", "-F", "totFileSize=16",
-                    "-F", "suffix=\(suffix)", "-F", "token=", "-F", "block=", "\(servers.receiverURL)/upload",
+                    "-sS", "-o", "-", "-w", "\n%{http_code}", "-F", "sequenceNo=0", "-F", "blockSize=16", "-F",
+                    "totFileSize=16",
+                    "-F", "suffix=\(suffix)", "-F", "token=\(servers.receiverToken)", "-F", "block=",
+                    "\(servers.receiverURL)/upload",
                 ], timeout: 20)
         }
         let good = try initialize(suffix: "bin")
@@ -480,11 +573,54 @@ final class AccessAndSecretsTests {
         try makeRandomFile(at: path, size: 100)
         for name in ["../escaped-\(tag)", "..", "a/escaped-\(tag)", ".escaped-\(tag)"] {
             let result = try Command.run(
-                "/usr/bin/curl", ["-sS", "-o", "-", "-w", "\n%{http_code}", "-F", "file=@\(path);filename=\(name)", "\(servers.receiverURL)/form"],
+                "/usr/bin/curl",
+                [
+                    "-sS", "-o", "-", "-w", "\n%{http_code}", "-H", servers.receiverAuthorization, "-F",
+                    "file=@\(path);filename=\(name)",
+                    "\(servers.receiverURL)/form",
+                ],
                 timeout: 20)
             #expect(result.stdout.hasSuffix("\n400"), "form filename \(name) is refused: \(result)")
         }
         let parent = (servers.receiverDirectory as NSString).deletingLastPathComponent
         #expect(Self.find("escaped-\(tag)", under: parent).isEmpty)
+    }
+
+    // MARK: Secrets off the command line (finding 7)
+
+    @Test func secretsFromFilesUploadAndLooseFilesAreWarnedAbout() throws {
+        let servers = try TestServers.load()
+        let password = files.appendingPathComponent("pw").path
+        try "\(servers.password)\n".write(toFile: password, atomically: false, encoding: .utf8)
+        chmod(password, 0o600)
+        let headers = files.appendingPathComponent("headers").path
+        try "# sent with every request\nX-Trace: from-a-file\n".write(
+            toFile: headers, atomically: false, encoding: .utf8)
+        chmod(headers, 0o644)
+        // A config with header lines that others can read, and a password file others can read.
+        let loose = files.appendingPathComponent("loose-pw").path
+        try "x\n".write(toFile: loose, atomically: false, encoding: .utf8)
+        chmod(loose, 0o644)
+        let config =
+            "[remote r]\nurl = \(servers.nginxURL)/private/\nuser = u\npassword_file = \(loose)\nheader = X-Token: t\n"
+        let daemon = try DaemonProcess(name: "access-secret-files", config: config)
+        chmod(daemon.configPath, 0o644)
+        try daemon.start()
+        defer { daemon.stop() }
+        let source = files.appendingPathComponent("from-files.bin").path
+        try makeRandomFile(at: source, size: 20_000)
+        let add = try daemon.ctl([
+            "add", source, "--to", "\(servers.nginxURL)/private/", "--user", servers.user, "--password-file", password,
+            "--header-file", headers,
+        ])
+        #expect(add.status == 0, "\(add)")
+        #expect(add.stderr.contains("\(headers) is readable by others (mode 644)"), "uploadctl warns: \(add)")
+        let id = try #require(JobID(add.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let job = try daemon.waitFor(id)
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        #expect(try Command.sha256("\(servers.nginxRoot)/private/from-files.bin") == Command.sha256(source))
+        let status = try daemon.ctl(["status"]).stdout
+        #expect(status.contains("readable by others (mode 644) and has header lines"), "\(status)")
+        #expect(status.contains("[remote r]: \(loose) is readable by others (mode 644)"), "\(status)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Source files that are not what an upload expects: devices, files swapped or changed under a
 /// job, and a sparse file past 4 GiB. Each gets a clear message naming the file, and never a hang,
@@ -129,8 +130,9 @@ final class BadSourceTests {
     /// sides of the 4 GiB line, uploaded with `--snapshot none` to a `file://` destination. Both
     /// are on tmpfs, so the holes cost nothing and the copy (memory) goes away with its mount; two
     /// mounts, because within one tmpfs copy_file_range is several times slower than read and write.
-    @Test(.enabled(if: TmpfsMount.isPermitted, TmpfsMount.notPermittedReason))
+    @Test(.mountsTmpfs)
     func aSparseFileLargerThan4GiBArrivesIntact() throws {
+        try TmpfsMount.requirePermitted()
         let size: Int64 = (1 << 32) + (1 << 20) + 17
         let sources = try TmpfsMount(at: files.appendingPathComponent("sparse-source").path, size: "16m")
         let destinations = try TmpfsMount(

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Remotes from the config, and SIGHUP reloading it.
 @Suite(.serialized)
@@ -17,10 +18,22 @@ final class ConfigTests {
     @Test func aRemoteSuppliesURLUserAndPasswordFile() throws {
         let passwordFile = files.appendingPathComponent("password").path
         try "\(servers.password)\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        // nginx checks the password; a server that records requests sees the header (and the
+        // password again), sent by a remote configured the same way.
+        let recorder = try HostileServer(
+            mode: "post-foreign-url", options: ["--url", "http://127.0.0.1:{main}/stored"])
+        defer { recorder.stop() }
         let config = """
             [remote vault]
             protocol = put
             url = \(servers.nginxURL)/private/remote/
+            user = \(servers.user)
+            password_file = \(passwordFile)
+            header = X-Uploaded-By: uploadd-tests
+
+            [remote recorded]
+            protocol = put
+            url = \(recorder.url)/recorded/
             user = \(servers.user)
             password_file = \(passwordFile)
             header = X-Uploaded-By: uploadd-tests
@@ -39,10 +52,23 @@ final class ConfigTests {
         let journal = try Data(contentsOf: URL(fileURLWithPath: daemon.stateDirectory + "/journal"))
         #expect(!String(decoding: journal, as: UTF8.self).contains(servers.password))
 
-        let unknown = try daemon.add([path], to: "nosuchremote:x/")
-        let failed = try daemon.waitFor(unknown[0])
-        #expect(failed.state == .failed)
-        #expect(failed.error?.message.contains("no remote named 'nosuchremote'") == true)
+        let recorded = try daemon.waitFor(try daemon.add([path], to: "recorded:nested/")[0])
+        #expect(recorded.state == .completed, "\(String(describing: recorded.error))")
+        let puts = try recorder.requests(on: .main).filter { $0.method == "PUT" }
+        #expect(puts.count == 1, "\(puts)")
+        if let put = puts.first {
+            #expect(put.path == "/recorded/nested/via-remote.bin", "\(put)")
+            #expect(put.header("X-Uploaded-By") == "uploadd-tests", "the remote's header arrived: \(put)")
+            let credentials = Data("\(servers.user):\(servers.password)".utf8).base64EncodedString()
+            #expect(
+                put.header("Authorization") == "Basic \(credentials)", "the password file's password arrived: \(put)")
+            #expect(put.bodyBytes == 200_000, "\(put)")
+        }
+
+        // A remote the config does not name is refused at add (a usage error), naming those it has.
+        let unknown = try daemon.ctl(["add", path, "--to", "nosuchremote:x/"])
+        #expect(unknown.status == 64, "\(unknown)")
+        #expect(unknown.stderr.contains("no remote named 'nosuchremote' (configured: recorded, vault)"), "\(unknown)")
     }
 
     @Test func sighupReloadsTheConfig() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Bad input gets a clear error, and the daemon keeps serving.
 @Suite(.serialized)
@@ -35,21 +36,23 @@ final class ErrorTests {
         try expectServing()
     }
 
+    /// A file the daemon may not read is refused at add, with the file and the reason. As root
+    /// (CI), mode 000 does not stop reading: that daemon runs without CAP_DAC_OVERRIDE and
+    /// CAP_DAC_READ_SEARCH (setpriv), so the mode applies to it as to anyone.
     @Test func anUnreadableFileIsRefusedAtAdd() throws {
         let path = files.appendingPathComponent("secret.bin").path
         try makeRandomFile(at: path, size: 10)
-        chmod(path, 0)
-        // As root a mode of 0 does not stop reading: a socket file is unreadable for everyone.
-        let unreadable: String
-        if geteuid() == 0 {
-            unreadable = daemon.socket
-        } else {
-            unreadable = path
-        }
-        let result = try daemon.ctl(["add", unreadable, "--to", "file:///tmp/x/"])
-        #expect(result.status == 1)
-        #expect(result.stderr.contains(unreadable), "the message names the file: \(result)")
-        try expectServing()
+        #expect(chmod(path, 0) == 0)
+        defer { chmod(path, 0o600) }
+        let daemon = try DaemonProcess(name: "errors-unreadable")
+        let unprivileged = try UploaddWithoutFileCapabilities(daemon)
+        defer { unprivileged.stop() }
+        let result = try daemon.ctl(["add", path, "--to", "file://\(files.path)/unreadable-out/"])
+        #expect(result.status == 1, "\(result)")
+        let message = "cannot read \(path): Permission denied"
+        #expect(result.stderr.contains(message), "the message names the file and why: \(result)")
+        #expect(try daemon.ctlJSON(JobList.self, ["list"]).jobs.isEmpty, "nothing was queued")
+        #expect(try daemon.ctl(["status"]).status == 0, "the daemon still serves")
     }
 
     @Test func aBadURLIsAUsageOrParamsError() throws {
@@ -76,7 +79,8 @@ final class ErrorTests {
 
     @Test func anUnreachableDaemonExits69() throws {
         let result = try Command.run(
-            TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", files.path + "/nothing.sock", "status"])
+            TestPaths.binaries.appendingPathComponent("uploadctl").path,
+            ["--socket", files.path + "/nothing.sock", "status"])
         #expect(result.status == 69)
         #expect(result.stderr.contains("nothing.sock"))
     }
@@ -84,7 +88,10 @@ final class ErrorTests {
     @Test func aSecondDaemonOnTheSameStateDirectoryRefusesToStart() throws {
         let second = try Command.run(
             TestPaths.binaries.appendingPathComponent("uploadd").path,
-            ["--state-dir", daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket", files.path + "/second.sock"],
+            [
+                "--state-dir", daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket",
+                files.path + "/second.sock",
+            ],
             timeout: 20)
         #expect(second.status == 1)
         #expect(second.stderr.contains("already running"), "\(second)")
@@ -114,7 +121,9 @@ enum RawSocket {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
         var answers: [[String: Any]] = []

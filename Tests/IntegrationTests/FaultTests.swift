@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 /// Faulty servers and networks: contrib/test/faultproxy.py between the daemon and the real servers
 /// (nginx PUT, tuspyserver, the chunked receiver) resets, stalls, trickles, answers errors with and
@@ -20,6 +21,7 @@ final class FaultTests {
     static let config = """
         [daemon]
         retry_attempts = 4
+        retry_for = 0
         retry_base_delay = 200
         retry_max_delay = 2
         stall_timeout = 3
@@ -31,6 +33,7 @@ final class FaultTests {
     static let patientConfig = """
         [daemon]
         retry_attempts = 30
+        retry_for = 0
         retry_base_delay = 200
         retry_max_delay = 1
         stall_timeout = 3
@@ -93,7 +96,9 @@ final class FaultTests {
     }
 
     /// The bound of the n-th retry's full-jitter delay (n from 1) under `config`.
-    private func bound(_ n: Int, base: Double = 0.2, cap: Double = 2) -> Double { min(base * pow(2, Double(n - 1)), cap) }
+    private func bound(_ n: Int, base: Double = 0.2, cap: Double = 2) -> Double {
+        min(base * pow(2, Double(n - 1)), cap)
+    }
 
     private struct PutRun {
         var job: JobInfo
@@ -126,7 +131,9 @@ final class FaultTests {
             run.job.state == .completed, "\(String(describing: run.job.error))\n\(daemon?.log(tail: 20) ?? "")",
             sourceLocation: sourceLocation)
         let stored = FileManager.default.fileExists(atPath: run.stored) ? try Command.sha256(run.stored) : "missing"
-        #expect(stored == (try Command.sha256(run.path)), "the server's file matches the source", sourceLocation: sourceLocation)
+        #expect(
+            stored == (try Command.sha256(run.path)), "the server's file matches the source",
+            sourceLocation: sourceLocation)
     }
 
     // MARK: - PUT to nginx, one fault kind at a time
@@ -149,18 +156,24 @@ final class FaultTests {
         #expect(run.stats.conns.first?.closedBy == "client", "the daemon gave up on the stalled connection")
         let silent = try stallSilence(run.stats, "PUT")
         #expect(silent >= Self.stallTimeout - 0.5, "not before stall_timeout: \(silent) s")
-        #expect(silent <= Self.stallTimeout + 2.5, "a stall is 'no bytes for stall_timeout seconds'; detected after \(silent) s")
+        #expect(
+            silent <= Self.stallTimeout + 2.5,
+            "a stall is 'no bytes for stall_timeout seconds'; detected after \(silent) s")
     }
 
     /// Seconds from the last byte up the stalled (first) connection to its close: how long the
     /// daemon took to notice the stall.
-    private func stallSilence(_ stats: FaultProxy.Stats, _ what: String, sourceLocation: SourceLocation = #_sourceLocation)
+    private func stallSilence(
+        _ stats: FaultProxy.Stats, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    )
         throws -> Double
     {
         let stalled = try #require(stats.conns.first, sourceLocation: sourceLocation)
         let silent = try #require(
             stalled.closed.flatMap { closed in stalled.lastUp.map { closed - $0 } }, sourceLocation: sourceLocation)
-        print("measured: \(what) stall detected \(String(format: "%.2f", silent)) s after the last byte (stall_timeout \(Self.stallTimeout) s)")
+        print(
+            "measured: \(what) stall detected \(String(format: "%.2f", silent)) s after the last byte (stall_timeout \(Self.stallTimeout) s)"
+        )
         return silent
     }
 
@@ -181,7 +194,8 @@ final class FaultTests {
         #expect(run.job.attempts == 4)
         #expect(run.stats.requests.count == 4)
         for status in [500, 502, 503] {
-            #expect(run.job.history?.contains { $0.message.contains("HTTP \(status)") } == true, "\(status) in the history")
+            #expect(
+                run.job.history?.contains { $0.message.contains("HTTP \(status)") } == true, "\(status) in the history")
         }
         let gaps = run.stats.gapsAfterInjectedAnswers
         let delays = retryDelays(run.job)
@@ -259,7 +273,9 @@ final class FaultTests {
         #expect(run.job.error?.message.contains("503") == true, "\(String(describing: run.job.error))")
         #expect(run.job.attempts == 4, "retry_attempts = 4")
         #expect(run.job.nextAttemptAt == nil)
-        print("measured: 4 attempts against an always-503 server failed the job in \(String(format: "%.2f", run.seconds)) s")
+        print(
+            "measured: 4 attempts against an always-503 server failed the job in \(String(format: "%.2f", run.seconds)) s"
+        )
         #expect(run.seconds < 10, "bounded: the four attempts' delays are at most 0.2 + 0.4 + 0.8 s")
         #expect(run.stats.requests.count == 4)
         // Never an endless loop: nothing more arrives at the server.
@@ -270,7 +286,8 @@ final class FaultTests {
 
     @Test func backoffStaysWithinRetryMaxDelay() throws {
         // Uncapped, a 2 s base would give bounds of 2, 4, 8, 16, 32 s; the cap holds them all to 1 s.
-        let config = "[daemon]\nretry_attempts = 6\nretry_base_delay = 2000\nretry_max_delay = 1\nstall_timeout = 3\n"
+        let config =
+            "[daemon]\nretry_attempts = 6\nretry_for = 0\nretry_base_delay = 2000\nretry_max_delay = 1\nstall_timeout = 3\n"
         let run = try putThrough([], otherwise: .respond(status: 502), size: 10_000, config: config, timeout: 30)
         #expect(run.job.state == .failed)
         #expect(run.job.error?.code == "http" && run.job.error?.status == 502)
@@ -300,9 +317,11 @@ final class FaultTests {
         let proxy = try startProxy(upstream: servers.tusURL, faults)
         let size = 8 << 20
         let file = try makeFile("tus.bin", size: size)
-        let ids = try daemon.add([file.path], to: viaProxy(servers.tusURL, proxy), ["--protocol", "tus", "--chunk-size", "1M"])
+        let ids = try daemon.add(
+            [file.path], to: viaProxy(servers.tusURL, proxy), ["--protocol", "tus", "--chunk-size", "1M"])
         _ = try daemon.waitFor(ids[0], timeout: 60)
-        return ResumableRun(job: try daemon.job(ids[0]), stats: try proxy.stats(), path: file.path, name: file.name, size: size)
+        return ResumableRun(
+            job: try daemon.job(ids[0]), stats: try proxy.stats(), path: file.path, name: file.name, size: size)
     }
 
     private func expectTusResumed(_ run: ResumableRun, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -312,18 +331,23 @@ final class FaultTests {
         #expect(try Command.sha256(stored) == Command.sha256(run.path), sourceLocation: sourceLocation)
         #expect(run.job.attempts >= 2, sourceLocation: sourceLocation)
         // One upload on the server, continued from its offset, not a second one from zero.
-        let infos = try FileManager.default.contentsOfDirectory(atPath: servers.tusDirectory).filter { $0.hasSuffix(".info") }
+        let infos = try FileManager.default.contentsOfDirectory(atPath: servers.tusDirectory).filter {
+            $0.hasSuffix(".info")
+        }
         let sameName = try infos.filter {
             try String(contentsOfFile: "\(servers.tusDirectory)/\($0)", encoding: .utf8).contains(run.name)
         }
         #expect(sameName.count == 1, "no second upload: \(sameName)", sourceLocation: sourceLocation)
         #expect(
-            run.job.history?.contains { $0.message.hasPrefix("resuming at byte ") && !$0.message.hasPrefix("resuming at byte 0 ") }
+            run.job.history?.contains {
+                $0.message.hasPrefix("resuming at byte ") && !$0.message.hasPrefix("resuming at byte 0 ")
+            }
                 == true, "\(run.job.history ?? [])", sourceLocation: sourceLocation)
         print("measured: tus sent \(run.stats.bytesUp) bytes for \(run.size) (\(run.stats.connections) connections)")
         #expect(
             run.stats.bytesUp <= run.size + Self.chunk + Self.overhead,
-            "resent at most one chunk: \(run.stats.bytesUp) bytes on the wire for \(run.size)", sourceLocation: sourceLocation)
+            "resent at most one chunk: \(run.stats.bytesUp) bytes on the wire for \(run.size)",
+            sourceLocation: sourceLocation)
     }
 
     @Test func tusResumesAfterAReset() throws {
@@ -355,14 +379,17 @@ final class FaultTests {
 
     // MARK: - chunked: resumes from the last acknowledged block (journal)
 
-    private func chunkedThrough(_ faults: [FaultProxy.Fault], config: String = FaultTests.config) throws -> ResumableRun {
+    private func chunkedThrough(_ faults: [FaultProxy.Fault], config: String = FaultTests.config) throws -> ResumableRun
+    {
         let daemon = try startDaemon(config)
         let proxy = try startProxy(upstream: servers.receiverURL, faults)
         let size = 8 << 20
         let file = try makeFile("blocks.mp4", size: size)
-        let ids = try daemon.add([file.path], to: "\(proxy.url)/upload", ["--protocol", "chunked"])
+        let ids = try daemon.add(
+            [file.path], to: "\(proxy.url)/upload", ["--protocol", "chunked"] + servers.receiverTokenField)
         _ = try daemon.waitFor(ids[0], timeout: 60)
-        return ResumableRun(job: try daemon.job(ids[0]), stats: try proxy.stats(), path: file.path, name: file.name, size: size)
+        return ResumableRun(
+            job: try daemon.job(ids[0]), stats: try proxy.stats(), path: file.path, name: file.name, size: size)
     }
 
     private func expectChunkedResumed(_ run: ResumableRun, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -372,13 +399,16 @@ final class FaultTests {
         #expect(try Command.sha256(stored) == Command.sha256(run.path), sourceLocation: sourceLocation)
         #expect(run.job.attempts >= 2, sourceLocation: sourceLocation)
         let posts = run.stats.requests.filter { $0.method == "POST" }.count
-        print("measured: chunked sent \(run.stats.bytesUp) bytes for \(run.size) in \(posts) POSTs (\(run.stats.connections) connections)")
+        print(
+            "measured: chunked sent \(run.stats.bytesUp) bytes for \(run.size) in \(posts) POSTs (\(run.stats.connections) connections)"
+        )
         #expect(
             posts <= run.size / Self.chunk + 1 + 1, "one init, every block once, one block again: \(posts) POSTs",
             sourceLocation: sourceLocation)
         #expect(
             run.stats.bytesUp <= run.size + Self.chunk + Self.overhead,
-            "resent at most one block: \(run.stats.bytesUp) bytes on the wire for \(run.size)", sourceLocation: sourceLocation)
+            "resent at most one block: \(run.stats.bytesUp) bytes on the wire for \(run.size)",
+            sourceLocation: sourceLocation)
     }
 
     @Test func chunkedResumesAfterAReset() throws {
@@ -425,29 +455,31 @@ final class FaultTests {
         #expect(job.error?.message.lowercased().contains("certificate") == true, "\(String(describing: job.error))")
         #expect(job.error?.message.contains("ca_file") == true, "the message says what to do")
         #expect(job.attempts == 1, "a certificate error is not retried")
-        #expect(!FileManager.default.fileExists(atPath: "\(tls.root)/\(directory)/\(file.name)"), "nothing was uploaded")
+        #expect(
+            !FileManager.default.fileExists(atPath: "\(tls.root)/\(directory)/\(file.name)"), "nothing was uploaded")
     }
 
     @Test func tlsWithTheRemotesCACompletesAndStillVerifies() throws {
         let tls = try TLSTestServer.load()
         let directory = "dav/tls-\(UUID().uuidString.prefix(8))"
-        let config = Self.config + """
-            [remote private-ca]
-            url = \(tls.url)/\(directory)/
-            protocol = put
-            ca_file = \(tls.caFile)
+        let config =
+            Self.config + """
+                [remote private-ca]
+                url = \(tls.url)/\(directory)/
+                protocol = put
+                ca_file = \(tls.caFile)
 
-            [remote wrong-name]
-            url = \(tls.wrongNameURL)/\(directory)/
-            protocol = put
-            ca_file = \(tls.caFile)
+                [remote wrong-name]
+                url = \(tls.wrongNameURL)/\(directory)/
+                protocol = put
+                ca_file = \(tls.caFile)
 
-            [remote other-ca]
-            url = \(tls.url)/\(directory)/other/
-            protocol = put
-            ca_file = /etc/ssl/certs/ca-certificates.crt
+                [remote other-ca]
+                url = \(tls.url)/\(directory)/other/
+                protocol = put
+                ca_file = /etc/ssl/certs/ca-certificates.crt
 
-            """
+                """
         let daemon = try startDaemon(config)
         let file = try makeFile("tls.bin", size: 3 << 20)
         let good = try daemon.add([file.path], to: "private-ca:sub/")[0]
@@ -462,7 +494,9 @@ final class FaultTests {
             let job = try daemon.waitFor(id, timeout: 30)
             #expect(job.state == .failed, "\(remote)")
             #expect(job.error?.code == "tls", "\(remote): \(String(describing: job.error))")
-            #expect(job.error?.message.lowercased().contains("certificate") == true, "\(remote): \(String(describing: job.error))")
+            #expect(
+                job.error?.message.lowercased().contains("certificate") == true,
+                "\(remote): \(String(describing: job.error))")
             #expect(job.attempts == 1, "\(remote)")
         }
     }

@@ -2,11 +2,12 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// The state directory (the journal) or the cache directory on a small tmpfs that fills up: `add`
 /// fails with a clear "no space" error, nothing queued is lost, uploads keep going, and the daemon
 /// recovers by itself once space is freed.
-@Suite(.serialized, .enabled(if: TmpfsMount.isPermitted, TmpfsMount.notPermittedReason))
+@Suite(.serialized, .mountsTmpfs)
 final class FullDiskTests {
     let servers: TestServers
     let files: URL
@@ -14,6 +15,7 @@ final class FullDiskTests {
     private var mounts: [TmpfsMount] = []
 
     init() throws {
+        try TmpfsMount.requirePermitted()
         servers = try TestServers.load()
         files = try TestPaths.scratch("full-disk-files")
     }
@@ -188,6 +190,40 @@ final class FullDiskTests {
         #expect(try daemon.ctlJSON(DaemonStatus.self, ["status"]).journalDamage == nil)
     }
 
+    /// A pause while the journal's disk is full is done, and the reply says so: done, not saved
+    /// yet, saved once there is room (not "cannot journal", which would read as "nothing happened").
+    @Test func aChangeOnAFullDiskIsReportedAsDoneButNotYetSaved() throws {
+        let (daemon, state) = try daemon(
+            "full-truth", config: "[daemon]\ntransfers = 1\nrate_limit = 64K\n", tmpfs: "1m", on: \.stateDirectory)
+        let destination = "\(servers.nginxURL)/dav/full-truth-\(UUID().uuidString.prefix(6))/"
+        // The only slot is busy for a while: the second job stays queued.
+        _ = try daemon.add([try file("truth-busy.bin", size: 1 << 20)], to: destination, ["--protocol", "put"])
+        let waiting = try daemon.add(
+            [try file("truth-queued.bin", size: 1000)], to: destination, ["--protocol", "put"])[0]
+        try state.fill()
+        // The filler leaves the tail of a block: small records may still fit. Pause and resume
+        // until one is not saved.
+        var command = "resume"
+        var reply: CommandResult
+        var tries = 0
+        repeat {
+            command = command == "pause" ? "resume" : "pause"
+            reply = try daemon.ctl([command, "\(waiting)"])
+            tries += 1
+        } while reply.status == 0 && tries < 200
+        let expectedState: JobState = command == "pause" ? .paused : .queued
+        #expect(reply.status == 1, "\(reply)")
+        #expect(reply.stderr.contains("done (\(command) job \(waiting)), but not saved yet"), "\(reply)")
+        #expect(reply.stderr.contains("saved by itself as soon as there is room"), "\(reply)")
+        #expect(try daemon.job(waiting).state == expectedState, "the \(command) holds")
+        // Room again: the journal catches up by itself; after a restart the pause is still there.
+        #expect(unlink(state.path + "/filler") == 0)
+        Thread.sleep(forTimeInterval: 3)
+        daemon.stop()
+        try daemon.start()
+        #expect(try daemon.job(waiting).state == expectedState, "the \(command) was saved once there was room")
+    }
+
     /// On a full state directory the journal never gets a torn or partial record, compaction (a
     /// temp file) fails without touching the journal, and a restart replays everything without
     /// needing a byte of space.
@@ -227,7 +263,9 @@ final class FullDiskTests {
         let journal = state.path + "/journal"
         let bytes = CrashSupport.bytes(journal)
         for index in 0..<3 {
-            let result = try daemon.ctl(["add", try file("refused-\(index).bin", size: 100), "--to", local])
+            // A longer name than the refused add's: its record is larger, so it cannot fit in what
+            // is left of the journal's last page (a shorter one could, and would rightly be taken).
+            let result = try daemon.ctl(["add", try file("while-full-refused-\(index).bin", size: 100), "--to", local])
             #expect(result.status == 1 && result.stderr.contains("no space"), "\(result)")
         }
         #expect(try daemon.ctl(["pause", "\(waiting[0])"]).status == 1, "a pause cannot be journaled either")
@@ -254,7 +292,8 @@ final class FullDiskTests {
         try expectJobs(daemon, withAccepted, "after a restart on the full disk")
         let status = try daemon.ctlJSON(DaemonStatus.self, ["status"])
         #expect(status.journalDamage == nil, "\(String(describing: status.journalDamage))")
-        let refusedAgain = try daemon.ctl(["add", try file("refused-again.bin", size: 100), "--to", local])
+        let refusedAgain = try daemon.ctl(
+            ["add", try file("while-full-refused-again.bin", size: 100), "--to", local])
         #expect(refusedAgain.status == 1 && refusedAgain.stderr.contains("no space"), "\(refusedAgain)")
 
         // Room again: an add works at once, and the next start has every job.

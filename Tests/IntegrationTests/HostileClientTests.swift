@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Hostile or broken clients on the control socket: each case gets a JSON-RPC error or a closed
 /// connection, another client's `uploadctl status` is answered promptly during and after, and the
@@ -92,12 +93,16 @@ final class HostileClientTests {
                 client.send(line: line)
                 let answer = try client.readResponse()
                 let code = Self.errorCode(answer)
-                #expect(code == RPCError.invalidRequestCode || code == RPCError.parseErrorCode, "\(line.prefix(80)): \(answer)")
+                #expect(
+                    code == RPCError.invalidRequestCode || code == RPCError.parseErrorCode,
+                    "\(line.prefix(80)): \(answer)")
             }
             // A batch of things that are not requests: one error each, in an array.
             client.send(line: "[1,\"two\",null]")
             let batch = try client.readJSON() as? [[String: Any]]
-            #expect(batch?.count == 3 && batch?.allSatisfy { Self.errorCode($0) == RPCError.invalidRequestCode } == true, "\(String(describing: batch))")
+            #expect(
+                batch?.count == 3 && batch?.allSatisfy { Self.errorCode($0) == RPCError.invalidRequestCode } == true,
+                "\(String(describing: batch))")
             try expectPromptStatus("during malformed JSON")
             try expectStillAnswers(client)
         }
@@ -211,7 +216,8 @@ final class HostileClientTests {
             ("job.add", "{\"source\":\"/etc/hostname\",\"destination\":\"file:///tmp/h/\",\"client_token\":5}"),
             ("job.add", "{\"source\":\"/etc/hostname\",\"destination\":\"file:///tmp/h/\",\"user\":[\"a\"]}"),
             ("job.add", "{\"source\":\"/etc/hostname\",\"destination\":\"file:///tmp/h/\",\"bogus\":1}"),
-            ("job.list", "{\"states\":[\"nope\"]}"), ("job.list", "{\"states\":\"queued\"}"), ("job.list", "{\"ids\":{}}"),
+            ("job.list", "{\"states\":[\"nope\"]}"), ("job.list", "{\"states\":\"queued\"}"),
+            ("job.list", "{\"ids\":{}}"),
             ("job.pause", "{\"all\":\"yes\"}"), ("job.pause", "{}"), ("job.cancel", "{\"ids\":[]}"),
             ("job.delete", "{\"id\":\"x\"}"), ("events.subscribe", "{\"ids\":\"all\"}"),
             ("daemon.status", "{\"x\":1}"), ("daemon.status", "5"), ("daemon.hello", "[null]"),
@@ -300,12 +306,71 @@ final class HostileClientTests {
             #expect(errors == expectErrors)
 
             // A batch of nothing but notifications gets no answer; the next request does.
-            client.send(line: "[" + (0..<count).map { _ in "{\"jsonrpc\":\"2.0\",\"method\":\"daemon.hello\"}" }.joined(separator: ",") + "]")
+            client.send(
+                line: "["
+                    + (0..<count).map { _ in "{\"jsonrpc\":\"2.0\",\"method\":\"daemon.hello\"}" }.joined(
+                        separator: ",") + "]")
             try expectStillAnswers(client)
         }
         print("batch of \(count): answered in \(String(format: "%.2f", seconds)) s")
         try expectPromptStatus("after a batch of 10,000")
         expectBounded(report)
+    }
+
+    /// An answer bigger than the cap on unread output (16 MiB) still arrives whole: `job.list` and
+    /// `job.clear` of 1,600 completed jobs whose paths are near PATH_MAX (about 18 MiB each). The
+    /// daemon used to take such an answer for a client that stopped reading and hang up.
+    @Test func anAnswerBiggerThanTheUnreadOutputCapArrivesWhole() throws {
+        let count = 1_600
+        var long = daemon.root
+        var out = daemon.root.appendingPathComponent("out")
+        while long.path.utf8.count < 3_800 {
+            let component = String(repeating: "d", count: 200)
+            long.appendPathComponent(component)
+            out.appendPathComponent(component)
+        }
+        try FileManager.default.createDirectory(at: long, withIntermediateDirectories: true)
+        let sources = try (0..<count).map { index in
+            let path = long.appendingPathComponent(String(format: "f%04d", index)).path
+            try "\(index)\n".write(toFile: path, atomically: false, encoding: .utf8)
+            return path
+        }
+        let client = try RawClient(daemon.socket)
+        var nextID = 1
+        for start in stride(from: 0, to: count, by: 100) {
+            let adds = sources[start..<min(start + 100, count)].map { source -> String in
+                nextID += 1
+                return request(
+                    nextID, "job.add",
+                    #"{"source":"\#(source)","destination":"file://\#(out.path)/","snapshot":"none"}"#)
+            }
+            client.send(line: "[" + adds.joined(separator: ",") + "]")
+            let answers = try client.readJSON(timeout: 60) as? [[String: Any]] ?? []
+            #expect(answers.count == adds.count && answers.allSatisfy { $0["result"] != nil }, "\(answers.prefix(1))")
+        }
+        let done = eventually(timeout: 300) {
+            client.send(line: self.request(1, "daemon.status"))
+            let jobs = ((try? client.readResponse())?["result"] as? [String: Any])?["jobs"] as? [String: Any]
+            return jobs?["completed"] as? Int == count
+        }
+        try #require(done, "the \(count) copies did not all complete")
+
+        for method in ["job.list", "job.clear"] {
+            client.send(line: request(7, method))
+            guard case .line(let line) = client.readLine(timeout: 120) else {
+                Issue.record("\(method): no whole answer (the daemon hung up?)")
+                return
+            }
+            #expect(
+                line.count > 16 << 20, "\(method)'s answer is only \(line.count) bytes: the test needs one over the cap"
+            )
+            let answer = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+            let jobs = answer?["result"] as? [Any] ?? (answer?["result"] as? [String: Any])?["jobs"] as? [Any]
+            #expect(jobs?.count == count, "\(method) lists every job")
+            print("\(method) of \(count) jobs: one answer of \(line.count >> 20) MiB")
+        }
+        try expectStillAnswers(client)
+        try expectPromptStatus("after answers over 16 MiB")
     }
 
     /// Batches pipelined by a client that never reads its answers: the work the daemon takes on for
@@ -317,7 +382,8 @@ final class HostileClientTests {
         let batch = "[" + (0..<perBatch).map { request($0, "daemon.hello") }.joined(separator: ",") + "]"
         #expect(batch.utf8.count < ControlProtocol.maxLineLength)
         var settledCPU = 0.0
-        let report = try MemoryReport.measure("\(lines) pipelined batches of \(perBatch), never read", pid: daemon.pid) {
+        let report = try MemoryReport.measure("\(lines) pipelined batches of \(perBatch), never read", pid: daemon.pid)
+        {
             let client = try RawClient(daemon.socket, receiveBuffer: 4096)
             var sent = 0
             while sent < lines && client.send(line: batch) { sent += 1 }
@@ -331,7 +397,9 @@ final class HostileClientTests {
         let before = ProcStats.cpuSeconds(daemon.pid)
         usleep(2_000_000)
         settledCPU = ProcStats.cpuSeconds(daemon.pid) - before
-        print("CPU in the 2 s after the client left: \(String(format: "%.2f", settledCPU)) s; RSS now \(ProcStats.rssKiB(daemon.pid) >> 10) MiB")
+        print(
+            "CPU in the 2 s after the client left: \(String(format: "%.2f", settledCPU)) s; RSS now \(ProcStats.rssKiB(daemon.pid) >> 10) MiB"
+        )
         #expect(settledCPU < 0.3, "the daemon still works for a client that is gone: \(settledCPU) s CPU in 2 s")
         try expectPromptStatus("after pipelined batches")
         // Back-pressure keeps one 15,000-request batch line in flight at a time; its parse tree and
@@ -344,9 +412,12 @@ final class HostileClientTests {
     @Test func aThousandConcurrentConnectionsAreAllAnswered() throws {
         let count = 1_000
         let limit = FileLimit.raise(to: max(4096, count + 256))
-        try #require(limit >= count + 64, "the test needs \(count + 64) descriptors; the hard limit is \(FileLimit.hard)")
+        try #require(
+            limit >= count + 64, "the test needs \(count + 64) descriptors; the hard limit is \(FileLimit.hard)")
         let daemonLimits = ProcStats.fileLimits(daemon.pid)
-        print("daemon RLIMIT_NOFILE: \(String(describing: daemonLimits)), open before: \(ProcStats.openFiles(daemon.pid))")
+        print(
+            "daemon RLIMIT_NOFILE: \(String(describing: daemonLimits)), open before: \(ProcStats.openFiles(daemon.pid))"
+        )
         var peakFiles = 0
         let report = try MemoryReport.measure("1,000 concurrent connections", pid: daemon.pid) {
             var clients: [RawClient] = []
@@ -356,12 +427,16 @@ final class HostileClientTests {
             try expectPromptStatus("with 1,000 connections open")
             var answered = 0
             for (index, client) in clients.enumerated() {
-                if let answer = try? client.readResponse(timeout: 30), answer["id"] as? Int == index, answer["result"] != nil {
+                if let answer = try? client.readResponse(timeout: 30), answer["id"] as? Int == index,
+                    answer["result"] != nil
+                {
                     answered += 1
                 }
             }
             peakFiles = ProcStats.openFiles(daemon.pid)
-            print("1,000 connections: \(answered) answered in \(String(format: "%.2f", Date().timeIntervalSince(started))) s; daemon holds \(peakFiles) descriptors")
+            print(
+                "1,000 connections: \(answered) answered in \(String(format: "%.2f", Date().timeIntervalSince(started))) s; daemon holds \(peakFiles) descriptors"
+            )
             #expect(answered == count, "all \(count) connections answered")
             try expectPromptStatus("with 1,000 connections open, after answers")
             clients.removeAll()
@@ -369,7 +444,10 @@ final class HostileClientTests {
         try expectPromptStatus("after 1,000 connections")
         #expect(eventually(timeout: 10) { ProcStats.openFiles(daemon.pid) < 100 }, "the daemon closed the connections")
         let exhausted = daemon.logLines(containing: "Too many open files")
-        #expect(exhausted.isEmpty, "the daemon ran out of descriptors (its limit: \(String(describing: daemonLimits))): \(exhausted.prefix(3))")
+        #expect(
+            exhausted.isEmpty,
+            "the daemon ran out of descriptors (its limit: \(String(describing: daemonLimits))): \(exhausted.prefix(3))"
+        )
         expectBounded(report)
     }
 
@@ -416,7 +494,8 @@ final class HostileClientTests {
     @Test func subscribersThatNeverReadAreDroppedNotBuffered() throws {
         let servers = try TestServers.load()
         daemon.stop()
-        try "[daemon]\ntransfers = 1\nrate_limit = 1K\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try "[daemon]\ntransfers = 1\nrate_limit = 1K\n".write(
+            toFile: daemon.configPath, atomically: true, encoding: .utf8)
         try daemon.start()
         // Job events carry the source path: a long one makes each event about 4 KB.
         let files = try TestPaths.scratch("hostile-events")
@@ -431,7 +510,10 @@ final class HostileClientTests {
         let jobCount = 150
         let add = try daemon.ctl(
             ["add"] + Array(repeating: source, count: jobCount)
-                + ["--to", "\(servers.nginxURL)/dav/hostile-events-\(UUID().uuidString.prefix(6))/", "--protocol", "put", "--snapshot", "none"])
+                + [
+                    "--to", "\(servers.nginxURL)/dav/hostile-events-\(UUID().uuidString.prefix(6))/", "--protocol",
+                    "put", "--snapshot", "none",
+                ])
         try #require(add.status == 0, "\(add.stderr.prefix(500))")
 
         let control = try RawClient(daemon.socket)
@@ -469,8 +551,11 @@ final class HostileClientTests {
                 bytesToSubscribers.append(read ?? -1)
             }
         }
-        print("pause/resume cycles: \(cycles); bytes a never-reading subscriber got before it was dropped: \(bytesToSubscribers)")
-        #expect(daemon.logLines(containing: "stopped reading").count >= baselineDrops + 2, "both subscribers were dropped")
+        print(
+            "pause/resume cycles: \(cycles); bytes a never-reading subscriber got before it was dropped: \(bytesToSubscribers)"
+        )
+        #expect(
+            daemon.logLines(containing: "stopped reading").count >= baselineDrops + 2, "both subscribers were dropped")
         try expectPromptStatus("after subscribers were dropped")
         expectBounded(report)
     }
@@ -483,11 +568,12 @@ final class HostileClientTests {
         let hard = FileLimit.hard
         try #require(hard > 1024, "the hard RLIMIT_NOFILE is \(hard): nothing to raise")
         daemon.stop()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = [
             "--nofile=1024:\(hard)", "--", TestPaths.binaries.appendingPathComponent("uploadd").path, "--state-dir",
-            daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket", daemon.socket, "--config", daemon.configPath,
+            daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket", daemon.socket, "--config",
+            daemon.configPath,
         ]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
@@ -501,7 +587,9 @@ final class HostileClientTests {
         #expect(eventually(timeout: 20) { (try? daemon.ctl(["status"]))?.status == 0 })
         let limits = ProcStats.fileLimits(process.processIdentifier)
         print("daemon started with soft 1024, hard \(hard): now \(String(describing: limits))")
-        #expect(limits?.soft == limits?.hard, "uploadd should raise its soft descriptor limit to the hard one: \(String(describing: limits))")
+        #expect(
+            limits?.soft == limits?.hard,
+            "uploadd should raise its soft descriptor limit to the hard one: \(String(describing: limits))")
     }
 
     /// When the daemon does run out of descriptors, it neither spins on the listening socket nor
@@ -531,6 +619,8 @@ final class HostileClientTests {
             }
         }
         print("with the daemon's limit at \(open + 10) descriptors: \(served.count) served, \(waiting.count) waiting")
+        // With no client waiting, the daemon never ran out, and nothing below would test anything.
+        try #require(!waiting.isEmpty, "40 clients on \(open + 10) descriptors: none had to wait")
         let cpuBefore = ProcStats.cpuSeconds(pid)
         usleep(2_000_000)
         let cpu = ProcStats.cpuSeconds(pid) - cpuBefore
@@ -545,10 +635,14 @@ final class HostileClientTests {
         var late = 0
         for position in remaining.indices {
             let index = remaining[position].index
-            if let answer = try? remaining[position].client?.readResponse(timeout: 10), answer["id"] as? Int == index { late += 1 }
+            if let answer = try? remaining[position].client?.readResponse(timeout: 10), answer["id"] as? Int == index {
+                late += 1
+            }
             remaining[position].client = nil  // closes it, freeing the daemon's descriptor for the next
         }
-        #expect(late == waiting.count, "the clients that waited are served once descriptors are free: \(late) of \(waiting.count)")
+        #expect(
+            late == waiting.count,
+            "the clients that waited are served once descriptors are free: \(late) of \(waiting.count)")
         try expectPromptStatus("after running out of descriptors")
     }
 }

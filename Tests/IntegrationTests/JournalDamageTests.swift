@@ -1,7 +1,9 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 import UploadCore
+import UploadWire
 
 /// A real journal, written by a real daemon, with jobs in every lasting state (completed, failed,
 /// canceled, paused, one removed), which the damage tests then cut, flip, zero and extend.
@@ -46,23 +48,35 @@ struct JournalFixture: Sendable {
         let local = "file://\(target.path)/"
         let nowhere = "http://127.0.0.1:1/nowhere/"  // connection refused: retried with a long backoff
         try waitAll(try daemon.add(try sources(6), to: local))
-        let failed = try daemon.add(try sources(1), to: "\(servers.nginxURL)/private/", ["--protocol", "put", "--user", "\(servers.user):wrong"])
-        guard try daemon.waitFor(failed[0]).state == .failed else { throw TestFailure("the fixture's failing job did not fail") }
+        let failed = try daemon.add(
+            try sources(1), to: "\(servers.nginxURL)/private/",
+            ["--protocol", "put", "--user", "\(servers.user):wrong"])
+        guard try daemon.waitFor(failed[0]).state == .failed else {
+            throw TestFailure("the fixture's failing job did not fail")
+        }
         let paused = try daemon.add(try sources(2), to: nowhere, ["--protocol", "put"])
-        guard try daemon.ctl(["pause"] + paused.map(\.description)).status == 0 else { throw TestFailure("pause failed") }
+        guard try daemon.ctl(["pause"] + paused.map(\.description)).status == 0 else {
+            throw TestFailure("pause failed")
+        }
         let canceled = try daemon.add(try sources(1), to: nowhere, ["--protocol", "put"])
         guard try daemon.ctl(["cancel", "\(canceled[0])"]).status == 0 else { throw TestFailure("cancel failed") }
         let removed = try daemon.add(try sources(1), to: local)
         try waitAll(removed)
         guard try daemon.ctl(["remove", "\(removed[0])"]).status == 0 else { throw TestFailure("remove failed") }
         try waitAll(try daemon.add(try sources(4), to: local))
-        guard daemon.stop() == 0 else { throw TestFailure("the fixture daemon did not stop cleanly: \(daemon.log(tail: 20))") }
+        guard daemon.stop() == 0 else {
+            throw TestFailure("the fixture daemon did not stop cleanly: \(daemon.log(tail: 20))")
+        }
 
-        guard let bytes = CrashSupport.bytes(daemon.stateDirectory + "/journal") else { throw TestFailure("no journal written") }
+        guard let bytes = CrashSupport.bytes(daemon.stateDirectory + "/journal") else {
+            throw TestFailure("no journal written")
+        }
         var frames: [Range<Int>] = []
         var offset = JournalFormat.headerSize
         while offset + JournalFormat.frameOverhead <= bytes.count {
-            let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            let length =
+                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3])
+                << 24
             let end = offset + JournalFormat.frameOverhead + length
             guard end <= bytes.count else { break }
             frames.append(offset..<end)
@@ -72,7 +86,9 @@ struct JournalFixture: Sendable {
         guard contents.damage == nil, offset == bytes.count, contents.records.count == frames.count else {
             throw TestFailure("the fixture journal does not parse cleanly: \(String(describing: contents.damage))")
         }
-        guard bytes.count > 3 * 4096 else { throw TestFailure("the fixture journal is too small (\(bytes.count) bytes)") }
+        guard bytes.count > 3 * 4096 else {
+            throw TestFailure("the fixture journal is too small (\(bytes.count) bytes)")
+        }
         return JournalFixture(bytes: bytes, frames: frames, records: contents.records)
     }
 
@@ -162,7 +178,8 @@ struct DamageCase: Sendable, CustomTestStringConvertible {
         DamageCase(name: "torn 1 byte before the end", kind: .cut(fromEnd: 1, at: .lastByte)),
         DamageCase(name: "torn inside the length of the record before last", kind: .cut(fromEnd: 2, at: .offset(3))),
         DamageCase(name: "torn in the middle of the record before last", kind: .cut(fromEnd: 2, at: .middle)),
-        DamageCase(name: "torn at the last byte of the third record from the end", kind: .cut(fromEnd: 3, at: .lastByte)),
+        DamageCase(
+            name: "torn at the last byte of the third record from the end", kind: .cut(fromEnd: 3, at: .lastByte)),
         DamageCase(name: "torn inside the header", kind: .tornHeader(5)),
         DamageCase(name: "one flipped bit (seed 11)", kind: .flips(seed: 11, count: 1)),
         DamageCase(name: "one flipped bit (seed 23)", kind: .flips(seed: 23, count: 1)),
@@ -214,22 +231,32 @@ final class JournalDamageTests {
         #expect(report.contains("byte \(offset) "), "\(damage.name): the report names where: \(report)")
         #expect(report.contains("kept \(kept) records"), "\(damage.name): the report says what was kept: \(report)")
         let plain = try daemon.ctl(["status"])
-        #expect(plain.stdout.split(separator: "\n").contains { $0.hasPrefix("journal damage: ") }, "\(damage.name): \(plain)")
+        #expect(
+            plain.stdout.split(separator: "\n").contains { $0.hasPrefix("journal damage: ") },
+            "\(damage.name): \(plain)")
         let log = (try? String(contentsOfFile: daemon.logPath, encoding: .utf8)) ?? ""
-        #expect(log.contains("journal damaged at byte \(offset) "), "\(damage.name): the log reports it:\n\(daemon.log(tail: 20))")
+        #expect(
+            log.contains("journal damaged at byte \(offset) "),
+            "\(damage.name): the log reports it:\n\(daemon.log(tail: 20))")
 
         // The cut bytes are kept aside, and the journal keeps everything before them.
         let copies = damagedCopies(daemon)
         #expect(copies.count == 1, "\(damage.name): one journal.damaged-* copy: \(copies)")
         if let copy = copies.first {
-            #expect(CrashSupport.bytes(daemon.stateDirectory + "/" + copy) == Array(bytes[offset...]), "\(damage.name): the copy holds the cut bytes")
+            #expect(
+                CrashSupport.bytes(daemon.stateDirectory + "/" + copy) == Array(bytes[offset...]),
+                "\(damage.name): the copy holds the cut bytes")
             #expect(report.contains(copy), "\(damage.name): the report names the copy: \(report)")
         }
         let journal = CrashSupport.bytes(daemon.stateDirectory + "/journal") ?? []
         if offset >= JournalFormat.headerSize {
-            #expect(journal.prefix(offset) == bytes.prefix(offset), "\(damage.name): the records before the damage stay as they were")
+            #expect(
+                journal.prefix(offset) == bytes.prefix(offset),
+                "\(damage.name): the records before the damage stay as they were")
         } else {
-            #expect(journal.prefix(JournalFormat.headerSize).elementsEqual(JournalFormat.header()), "\(damage.name): a fresh header")
+            #expect(
+                journal.prefix(JournalFormat.headerSize).elementsEqual(JournalFormat.header()),
+                "\(damage.name): a fresh header")
         }
 
         // Every job recorded before the damage is there, in the state it had.
@@ -240,7 +267,9 @@ final class JournalDamageTests {
         #expect(daemon.stop() == 0)
         try daemon.start()
         let again = try daemon.ctlJSON(DaemonStatus.self, ["status"])
-        #expect(again.journalDamage == nil, "\(damage.name): damage reported again after a clean restart: \(String(describing: again.journalDamage))")
+        #expect(
+            again.journalDamage == nil,
+            "\(damage.name): damage reported again after a clean restart: \(String(describing: again.journalDamage))")
         #expect(damagedCopies(daemon).count == 1, "\(damage.name): no second copy")
         try expectJobs(daemon, match: expected, damage.name)
     }
@@ -252,9 +281,12 @@ final class JournalDamageTests {
         let list = try daemon.ctlJSON(JobList.self, ["list"])
         let listed = list.jobs.map(\.id)
         #expect(listed.count == Set(listed).count, "\(name): duplicated jobs: \(listed)")
-        #expect(Set(listed) == Set(expected.jobs.keys), "\(name): listed \(listed.sorted()), expected \(expected.jobs.keys.sorted())")
+        #expect(
+            Set(listed) == Set(expected.jobs.keys),
+            "\(name): listed \(listed.sorted()), expected \(expected.jobs.keys.sorted())")
         for job in list.jobs {
-            guard let want = expected.jobs[job.id]?.state, [.completed, .failed, .canceled, .paused].contains(want) else { continue }
+            guard let want = expected.jobs[job.id]?.state, [.completed, .failed, .canceled, .paused].contains(want)
+            else { continue }
             #expect(job.state == want, "\(name): job \(job.id) is \(job.state), was \(want)")
         }
     }
@@ -273,8 +305,10 @@ final class JournalDamageTests {
         func check(_ bytes: [UInt8], damageAt position: Int, _ what: String) throws {
             let contents = try JournalFormat.decode(bytes)
             let index = frames.firstIndex { $0.upperBound > position } ?? frames.count
-            #expect(contents.records.count == index, "\(what): kept \(contents.records.count) records, expected \(index)")
-            #expect(contents.damage?.offset == frames[index].lowerBound, "\(what): \(String(describing: contents.damage))")
+            #expect(
+                contents.records.count == index, "\(what): kept \(contents.records.count) records, expected \(index)")
+            #expect(
+                contents.damage?.offset == frames[index].lowerBound, "\(what): \(String(describing: contents.damage))")
             #expect(contents.validLength == frames[index].lowerBound, "\(what)")
         }
         var cases = 0
@@ -288,7 +322,9 @@ final class JournalDamageTests {
             try check(flipped, damageAt: offset, "bit \(offset % 8) of byte \(offset) flipped")
             cases += 1
         }
-        print("journal damage: \(cases) cuts and bit flips of the last 3 records (\(tail.count - 12) bytes) caught by the decoder")
+        print(
+            "journal damage: \(cases) cuts and bit flips of the last 3 records (\(tail.count - 12) bytes) caught by the decoder"
+        )
     }
 
     /// IDs are never reused (DESIGN.md), not even those of jobs lost to damage in the middle of
@@ -304,7 +340,9 @@ final class JournalDamageTests {
         try CrashSupport.randomFile(at: source, size: 100)
         let target = try TestPaths.scratch("journal-ids-dest")
         let id = try daemon.add([source], to: "file://\(target.path)/")[0]
-        #expect(id.rawValue >= everyID, "job \(id) reuses an ID of a job in the cut-off part (the journal had IDs up to \(everyID - 1))")
+        #expect(
+            id.rawValue >= everyID,
+            "job \(id) reuses an ID of a job in the cut-off part (the journal had IDs up to \(everyID - 1))")
     }
 
     // MARK: - Journals it must refuse
@@ -343,15 +381,15 @@ final class JournalDamageTests {
 
     /// As root, mode 000 does not stop reading; uploadd then runs without CAP_DAC_OVERRIDE and
     /// CAP_DAC_READ_SEARCH (setpriv), so the mode applies to it as to anyone.
-    @Test(.enabled(if: geteuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-        "as root this needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE; chmod 000 does not stop root"))
-    func anUnreadableJournalRefusesToStart() throws {
+    @Test func anUnreadableJournalRefusesToStart() throws {
+        let wrapper = try Privileges.withoutFileCapabilities()
         let daemon = try daemon("unreadable", journal: fixture.bytes)
         let path = daemon.stateDirectory + "/journal"
         #expect(chmod(path, 0) == 0)
         defer { chmod(path, 0o600) }
-        let wrapper = geteuid() == 0 ? ["/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search"] : []
-        try expectRefusal(daemon, wrapper: wrapper, hints: ["chmod", "make it readable", "fix its permissions", "move it away"], "mode 000")
+        try expectRefusal(
+            daemon, wrapper: wrapper, hints: ["chmod", "make it readable", "fix its permissions", "move it away"],
+            "mode 000")
         // Sanity: the refusal came from the journal, not from the wrapper or another file.
         let result = try CrashSupport.runUploadd(daemon, wrapper: wrapper)
         #expect(result.stderr.contains(path), "\(result)")
@@ -359,11 +397,13 @@ final class JournalDamageTests {
 
     @Test func aJournalFromANewerVersionRefusesToStart() throws {
         var bytes = fixture.bytes
-        bytes.replaceSubrange(8..<12, with: [3, 0, 0, 0])
+        bytes.replaceSubrange(8..<12, with: [UInt8(JournalFormat.version + 1), 0, 0, 0])
         let daemon = try daemon("newer", journal: bytes)
-        try expectRefusal(daemon, hints: ["newer uploadd", "move the file away", "move it away"], "version 3")
+        try expectRefusal(daemon, hints: ["newer uploadd", "move the file away", "move it away"], "a newer version")
         let result = try CrashSupport.runUploadd(daemon)
-        #expect(result.stderr.contains("version 3"), "the message says which version: \(result.stderr)")
+        #expect(
+            result.stderr.contains("version \(JournalFormat.version + 1)"),
+            "the message says which version: \(result.stderr)")
     }
 
     /// A flipped bit in the magic bytes: not an uploadd journal. Refused, named, left alone.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 /// Pause, resume, cancel, clear and crashes, against nginx with a rate limit so that uploads last
 /// long enough to be interrupted.
@@ -15,7 +16,8 @@ final class LifecycleTests {
         servers = try TestServers.load()
         // One transfer at a time at 40 MiB/s: a 60 MiB file takes about 1.5 s, and jobs added
         // behind it wait in the queue, where they can be paused and changed deterministically.
-        daemon = try DaemonProcess(name: "lifecycle", config: "[daemon]\ntransfers = 1\nrate_limit = 40M\nretry_base_delay = 100\n")
+        daemon = try DaemonProcess(
+            name: "lifecycle", config: "[daemon]\ntransfers = 1\nrate_limit = 40M\nretry_base_delay = 100\n")
         files = try TestPaths.scratch("lifecycle-files")
         try daemon.start()
     }
@@ -48,14 +50,35 @@ final class LifecycleTests {
     }
 
     @Test func cancelStopsTheUploadAndDropsTheSnapshot() throws {
-        let path = try bigFile("cancel-me.bin")
+        let name = "cancel-me-\(UUID().uuidString.prefix(8)).bin"
+        let size = 60 << 20
+        let path = try bigFile(name, size: size)
         let ids = try daemon.add([path], to: "\(servers.nginxURL)/dav/cancel/")
         _ = try daemon.waitFor(ids[0], state: .running, timeout: 10)
+        let running = Date()
         #expect(try daemon.ctl(["cancel", "\(ids[0])"]).status == 0)
+        // The whole PUT takes 1.5 s at 40 MiB/s: a cancel later than that would prove nothing.
+        let wholeUpload = Double(size) / Double(40 << 20)
+        try #require(Date().timeIntervalSince(running) < wholeUpload * 0.7, "the cancel came too late to test anything")
         #expect(try daemon.job(ids[0]).state == .canceled)
-        #expect(eventually(timeout: 5) { !FileManager.default.fileExists(atPath: daemon.cacheDirectory + "/snapshots/\(ids[0])") })
-        usleep(300_000)
-        #expect(!FileManager.default.fileExists(atPath: "\(servers.nginxRoot)/dav/cancel/cancel-me.bin"), "the PUT never finished")
+        #expect(
+            eventually(timeout: 5) {
+                !FileManager.default.fileExists(atPath: daemon.cacheDirectory + "/snapshots/\(ids[0])")
+            })
+        // Past the time the whole upload would have taken, and then some: had the PUT gone on,
+        // nginx would have the file by now, and would have logged a successful PUT of it.
+        let pause = running.addingTimeInterval(wholeUpload + 1.5).timeIntervalSinceNow
+        if pause > 0 { usleep(UInt32(pause * 1_000_000)) }
+        #expect(
+            !FileManager.default.fileExists(atPath: "\(servers.nginxRoot)/dav/cancel/\(name)"), "the PUT never finished"
+        )
+        let accessLog = URL(fileURLWithPath: servers.nginxRoot).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("logs/nginx-access.log").path
+        let requests = try String(contentsOfFile: accessLog, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains("\"PUT /dav/cancel/\(name) ") }
+        #expect(
+            !requests.contains { $0.contains("\" 201 ") || $0.contains("\" 204 ") },
+            "nginx stored the file: \(requests)")
         let wait = try daemon.ctl(["wait", "\(ids[0])"])
         #expect(wait.status == 1, "wait reports a canceled job as a failure")
         #expect(try daemon.ctl(["resume", "\(ids[0])"]).status == 1, "a canceled job cannot be resumed")

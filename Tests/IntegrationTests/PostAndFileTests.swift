@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 /// multipart POST to the reference receiver, and file:// copies with no server at all.
 @Suite(.serialized)
@@ -20,11 +21,15 @@ final class PostAndFileTests {
 
     @Test(arguments: [0, 1, 2 << 20 + 5, 110 << 20])
     func multipartPostStreamsTheFileWithItsFields(size: Int) throws {
-        let name = "form-\(size).jpg"
+        let name = "form-\(size)-\(UUID().uuidString.prefix(8)).jpg"  // the receiver never replaces a file
         let path = files.appendingPathComponent(name).path
         try makeRandomFile(at: path, size: size)
         let ids = try daemon.add(
-            [path], to: "\(servers.receiverURL)/form", ["--protocol", "post", "--field", "album=holiday", "--field", "n=1"])
+            [path], to: "\(servers.receiverURL)/form",
+            [
+                "--protocol", "post", "--field", "album=holiday", "--field", "n=1", "--header",
+                servers.receiverAuthorization,
+            ])
         let job = try daemon.waitFor(ids[0])
         #expect(job.state == .completed, "\(String(describing: job.error))")
         #expect(job.result?.status == 201)
@@ -48,7 +53,9 @@ final class PostAndFileTests {
         #expect(job.protocol == .file)
         #expect(job.result?.url == "file://\(target.path)/sub/copy-me.bin")
         #expect(try Command.sha256(target.path + "/sub/copy-me.bin") == Command.sha256(path))
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path + "/sub").filter { $0.hasPrefix(".") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path + "/sub").filter {
+            $0.hasPrefix(".")
+        }
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
     }
 }

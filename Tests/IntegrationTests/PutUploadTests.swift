@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 /// PUT to a real nginx (WebDAV), checked by SHA-256 of what the server stored.
 @Suite(.serialized)
@@ -48,7 +49,8 @@ final class PutUploadTests {
     @Test func basicAuthWithTheRightPasswordUploads() throws {
         let path = files.appendingPathComponent("private.bin").path
         try makeRandomFile(at: path, size: 100_000)
-        let ids = try daemon.add([path], to: "\(servers.nginxURL)/private/", ["--user", "\(servers.user):\(servers.password)"])
+        let ids = try daemon.add(
+            [path], to: "\(servers.nginxURL)/private/", ["--user", "\(servers.user):\(servers.password)"])
         let job = try daemon.waitFor(ids[0])
         #expect(job.state == .completed, "\(String(describing: job.error))")
         #expect(try Command.sha256("\(servers.nginxRoot)/private/private.bin") == Command.sha256(path))

@@ -1,6 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 import UploadCore
+import UploadWire
 
 /// S3 uploads to a real SeaweedFS that checks SigV4 signatures, checked by SHA-256 of the object
 /// read back. Parts are 5 MiB (`--chunk-size 5M`) and files from 1 MiB go up in parts, so that the
@@ -233,5 +235,38 @@ final class S3Tests {
         #expect(delete.status == 0, "\(delete)")
         #expect(try s3.status(of: key(small)) == 404)
         #expect(try s3.status(of: key(big)) == 404)
+    }
+
+    /// An upload that completed on the server just before the daemon died, before it could journal
+    /// that: at the next start the upload ID is gone, the object is there with this file's parts
+    /// (its multipart ETag and composite CRC32C), and nothing is sent again.
+    @Test func anUploadCompletedBeforeTheCrashIsNotSentAgain() throws {
+        let path = try file("done-before-crash.bin", size: 12 * Self.mebibyte)
+        // From the original: a completed job's cached copy is gone, where a crash would have kept it.
+        let id = try daemon.add([path], to: "s3test:\(prefix)", ["--chunk-size", "5M", "--snapshot", "none"])[0]
+        #expect(try daemon.waitFor(id).state == .completed)
+        daemon.stop()
+        // What the journal would hold had the daemon died right after CompleteMultipartUpload: the
+        // job still running, with the upload's (now unknown) ID.
+        let journalPath = daemon.stateDirectory + "/journal"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: journalPath)))
+        var state = JournalState()
+        for record in try JournalFormat.decode(bytes).records { state.apply(record) }
+        var job = try #require(state.jobs[id])
+        job.state = .running
+        job.result = nil
+        job.bytesAcked = 0
+        job.checkpoint = .s3(uploadID: "gone-\(UUID().uuidString)", key: key(path), partSize: Int64(Self.partSize))
+        bytes += JournalFormat.encode([.job(job)])
+        try Data(bytes).write(to: URL(fileURLWithPath: journalPath))
+
+        try daemon.start()
+        let again = try daemon.waitFor(id)
+        #expect(again.state == .completed, "\(String(describing: again.error))")
+        #expect(
+            again.history?.contains { $0.message.contains("had completed before uploadd stopped; not sent again") }
+                == true,
+            "\(String(describing: again.history))")
+        #expect(again.attempts == job.attempts + 1)
     }
 }

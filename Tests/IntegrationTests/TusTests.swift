@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 /// tus 1.0 against tuspyserver under uvicorn.
 @Suite(.serialized)
@@ -78,7 +79,9 @@ final class TusTests {
         #expect(job.state == .completed, "\(String(describing: job.error))")
         #expect(try Command.sha256(storedFile(for: job)) == Command.sha256(path))
         // One upload, resumed from the server's offset (HEAD), not from zero and not as a new upload.
-        let uploads = try FileManager.default.contentsOfDirectory(atPath: servers.tusDirectory).filter { $0.hasSuffix(".info") }
+        let uploads = try FileManager.default.contentsOfDirectory(atPath: servers.tusDirectory).filter {
+            $0.hasSuffix(".info")
+        }
         let sameName = try uploads.filter {
             try String(contentsOfFile: "\(servers.tusDirectory)/\($0)", encoding: .utf8).contains(name)
         }
@@ -91,18 +94,30 @@ final class TusTests {
         #expect(resumedAt >= ackedBeforeCrash, "nothing the server had acknowledged was sent again")
     }
 
+    /// A pause and a resume continue the same upload on the server from where it stopped: one
+    /// upload there, resumed at the server's offset (HEAD), at or past what was acknowledged.
     @Test func pauseAndResumeContinue() throws {
-        let path = files.appendingPathComponent("pause.bin").path
+        let name = "pause-\(UUID().uuidString.prefix(8)).bin"
+        let path = files.appendingPathComponent(name).path
         try makeRandomFile(at: path, size: 30 << 20)
         let ids = try daemon.add([path], to: servers.tusURL, ["--protocol", "tus", "--chunk-size", "1M"])
         #expect(eventually(timeout: 20) { ((try? daemon.job(ids[0]))?.bytesAcked ?? 0) >= Int64(5 << 20) })
         #expect(try daemon.ctl(["pause", "\(ids[0])"]).status == 0)
         let acked = try daemon.job(ids[0]).bytesAcked
+        try #require(acked > 0 && acked < 30 << 20, "paused mid-way: \(acked) bytes acknowledged")
         #expect(try daemon.ctl(["resume", "\(ids[0])"]).status == 0)
         let job = try daemon.waitFor(ids[0], timeout: 120)
-        #expect(job.state == .completed)
-        #expect(job.bytesAcked >= acked)
+        #expect(job.state == .completed, "\(String(describing: job.error))")
         #expect(try Command.sha256(storedFile(for: job)) == Command.sha256(path))
+        let uploads = try CrashSupport.tusUploads(named: name, in: servers.tusDirectory)
+        #expect(uploads.count == 1, "one upload on the server, continued, not a second one: \(uploads)")
+        let resumedAt = try #require(
+            job.history?.compactMap { event -> Int64? in
+                guard event.message.hasPrefix("resuming at byte ") else { return nil }
+                return Int64(event.message.dropFirst("resuming at byte ".count).prefix { $0.isNumber })
+            }.last, "the job's history says where it resumed: \(String(describing: job.history))")
+        #expect(resumedAt >= acked, "resumed at byte \(resumedAt); \(acked) were acknowledged before the pause")
+        #expect(resumedAt < 30 << 20, "resumed at byte \(resumedAt): past the end?")
     }
 
     @Test func cancelTerminatesTheUploadOnTheServer() throws {
@@ -115,7 +130,10 @@ final class TusTests {
         let uploadURL = servers.tusURL + info.replacingOccurrences(of: ".info", with: "")
         #expect(try head(uploadURL) == 200)
         #expect(try daemon.ctl(["cancel", "\(ids[0])"]).status == 0)
-        #expect(eventually(timeout: 10) { ((try? self.head(uploadURL)) ?? 0) == 404 || ((try? self.head(uploadURL)) ?? 0) == 410 })
+        #expect(
+            eventually(timeout: 10) {
+                ((try? self.head(uploadURL)) ?? 0) == 404 || ((try? self.head(uploadURL)) ?? 0) == 410
+            })
     }
 
     @Test func deleteTerminatesACompletedUpload() throws {

@@ -1,4 +1,6 @@
+import Glibc
 import Testing
+import UploadWire
 
 @testable import UploadControl
 
@@ -60,31 +62,60 @@ import Testing
     }
 }
 
-@Suite struct SocketPathTests {
+@Suite struct SocketLocationTests {
+    let everyFolderExists: (String) -> Bool = { _ in true }
+
     @Test func optionWinsOverEverything() {
         let environment = ["UPLOADD_SOCKET": "/env.sock", "XDG_RUNTIME_DIR": "/run/user/5"]
-        #expect(SocketPath.resolve(option: "/opt.sock", environment: environment, userID: 5) == "/opt.sock")
+        #expect(SocketLocation.resolve(option: "/opt.sock", environment: environment, userID: 5) == "/opt.sock")
     }
 
     @Test func environmentVariableWinsOverRuntimeDirectory() {
         let environment = ["UPLOADD_SOCKET": "/env.sock", "XDG_RUNTIME_DIR": "/run/user/5"]
-        #expect(SocketPath.resolve(option: nil, environment: environment, userID: 5) == "/env.sock")
+        #expect(SocketLocation.resolve(option: nil, environment: environment, userID: 5) == "/env.sock")
     }
 
-    @Test func runtimeDirectoryThenUserDirectory() {
+    @Test func runtimeDirectoryWhenItExists() {
         #expect(
-            SocketPath.resolve(option: nil, environment: ["XDG_RUNTIME_DIR": "/rt/"], userID: 5)
+            SocketLocation.resolve(
+                option: nil, environment: ["XDG_RUNTIME_DIR": "/rt/"], userID: 5, isDirectory: everyFolderExists)
                 == "/rt/uploadd/control.sock")
         #expect(
-            SocketPath.resolve(option: nil, environment: ["XDG_RUNTIME_DIR": "/rt"], userID: 5)
+            SocketLocation.resolve(
+                option: nil, environment: ["XDG_RUNTIME_DIR": "/rt"], userID: 5, isDirectory: everyFolderExists)
                 == "/rt/uploadd/control.sock")
+    }
+
+    @Test func withoutAUsableRuntimeDirectoryTheFallbackInTmp() {
+        #expect(SocketLocation.resolve(option: nil, environment: [:], userID: 1234) == "/tmp/uploadd-1234/control.sock")
         #expect(
-            SocketPath.resolve(option: nil, environment: [:], userID: 1234) == "/run/user/1234/uploadd/control.sock")
+            SocketLocation.resolve(
+                option: nil, environment: ["XDG_RUNTIME_DIR": "/run/user/1234"], userID: 1234,
+                isDirectory: { _ in false })
+                == "/tmp/uploadd-1234/control.sock")
+        #expect(
+            SocketLocation.resolve(
+                option: nil, environment: ["XDG_RUNTIME_DIR": "relative"], userID: 9, isDirectory: everyFolderExists)
+                == "/tmp/uploadd-9/control.sock")
     }
 
     @Test func emptyValuesCountAsUnset() {
         let environment = ["UPLOADD_SOCKET": "", "XDG_RUNTIME_DIR": ""]
         #expect(
-            SocketPath.resolve(option: "", environment: environment, userID: 7) == "/run/user/7/uploadd/control.sock")
+            SocketLocation.resolve(option: "", environment: environment, userID: 7) == "/tmp/uploadd-7/control.sock")
+    }
+
+    @Test func aFolderOfOthersOrOpenToOthersIsAProblem() throws {
+        let root = "/tmp/socket-location-test-\(getpid())"
+        mkdir(root, 0o700)
+        defer { rmdir(root + "/open"); unlink(root + "/link"); rmdir(root) }
+        #expect(SocketLocation.problem(withFolder: root) == nil)
+        #expect(SocketLocation.problem(withFolder: root + "/missing") == nil)
+        mkdir(root + "/open", 0o700)
+        chmod(root + "/open", 0o755)
+        #expect(SocketLocation.problem(withFolder: root + "/open")?.contains("mode 755") == true)
+        symlink(root, root + "/link")
+        #expect(SocketLocation.problem(withFolder: root + "/link")?.contains("symlink") == true)
+        #expect(SocketLocation.problem(withFolder: root, userID: getuid() + 1)?.contains("belongs to uid") == true)
     }
 }

@@ -1,5 +1,5 @@
 import Testing
-import UploadCore
+import UploadWire
 
 @testable import UploadControl
 
@@ -54,8 +54,26 @@ import UploadCore
         (["--to", "x"], "missing PATH: name at least one file to upload"),
         (["a"], "missing --to DEST: say where to upload"),
         (["a", "--to="], "--to needs a destination, not an empty string"),
-        (["a", "--to", "x", "--header", "NoColon"], "--header needs 'Name: value', not 'NoColon'"),
-        (["a", "--to", "x", "--header", ": v"], "--header needs 'Name: value', not ': v'"),
+        (
+            ["a", "--to", "x", "--header", "NoColon"],
+            "--header needs 'Name: value' (a name without spaces, no line breaks), not 'NoColon'"
+        ),
+        (
+            ["a", "--to", "x", "--header", ": v"],
+            "--header needs 'Name: value' (a name without spaces, no line breaks), not ': v'"
+        ),
+        (
+            ["a", "--to", "x", "--header", "Bad Name: v"],
+            "--header needs 'Name: value' (a name without spaces, no line breaks), not 'Bad Name: v'"
+        ),
+        (
+            ["a", "--to", "x", "--password-file", "f"],
+            "--password-file goes with --user USER (a name without :PASSWORD)"
+        ),
+        (
+            ["a", "--to", "x", "--user", "u:p", "--password-file", "f"],
+            "--password-file goes with --user USER (a name without :PASSWORD)"
+        ),
         (["a", "--to", "x", "--field", "novalue"], "--field needs 'name=value', not 'novalue'"),
         (["a", "--to", "x", "--field", "=v"], "--field needs 'name=value', not '=v'"),
         (["a", "--to", "x", "--priority", "high"], "--priority needs a whole number, not 'high'"),
@@ -114,15 +132,40 @@ import UploadCore
         }
     }
 
-    @Test func onlyPauseAndResumeTakeAll() {
-        #expect(throws: UsageError("unknown option '--all'", command: "cancel")) {
-            try CancelCommand(arguments: ["--all"])
+    /// cancel and remove take --all with --state filters ("clear the whole list" is one command);
+    /// retry takes --failed; delete always names its jobs.
+    @Test func allAndItsStatesWhereTheyApply() throws {
+        let cancel = try CancelCommand(arguments: ["--all", "--state", "queued", "--state", "paused"])
+        #expect(cancel.selection.all == true && cancel.selection.states == [.queued, .paused])
+        #expect(try RemoveCommand(arguments: ["--all"]).selection == JobSelection(all: true))
+        #expect(try RetryCommand(arguments: ["--failed"]).selection == JobSelection(all: true))
+        #expect(try RetryCommand(arguments: ["3", "4"]).selection == JobSelection(ids: [JobID(3), JobID(4)]))
+        #expect(throws: UsageError("unknown option '--all'", command: "retry")) {
+            try RetryCommand(arguments: ["--all"])
         }
-        #expect(throws: UsageError.self) { try RemoveCommand(arguments: ["--all"]) }
         #expect(throws: UsageError.self) { try DeleteCommand(arguments: ["--all"]) }
-        #expect(throws: UsageError("missing ID: name the jobs to cancel", command: "cancel")) {
+        #expect(throws: UsageError("--state goes with --all", command: "cancel")) {
+            try CancelCommand(arguments: ["3", "--state", "queued"])
+        }
+        #expect(throws: UsageError.self) { try CancelCommand(arguments: ["--all", "--state", "sleeping"]) }
+        #expect(throws: UsageError("missing ID: name the jobs to cancel, or --all", command: "cancel")) {
             try CancelCommand(arguments: [])
         }
+    }
+
+    @Test func moveTakesOnePlace() throws {
+        #expect(try MoveCommand(arguments: ["4", "--top"]).params == MoveParams(id: JobID(4), top: true))
+        #expect(
+            try MoveCommand(arguments: ["4", "--before", "2"]).params == MoveParams(id: JobID(4), before: JobID(2)))
+        #expect(throws: UsageError.self) { try MoveCommand(arguments: ["4"]) }
+        #expect(throws: UsageError.self) { try MoveCommand(arguments: ["4", "--top", "--after", "2"]) }
+    }
+
+    @Test func priorityTakesAnIDAndANumber() throws {
+        let command = try PriorityCommand(arguments: ["7", "-5"])
+        #expect(command.id == JobID(7) && command.priority == -5)
+        #expect(throws: UsageError.self) { try PriorityCommand(arguments: ["7"]) }
+        #expect(throws: UsageError.self) { try PriorityCommand(arguments: ["7", "high"]) }
     }
 
     @Test func commandsWithoutArguments() throws {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import UploadCore
+import UploadWire
 
 @testable import UploadControl
 

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
-import UploadCore
+import UploadWire
 
 @testable import UploadControl
 

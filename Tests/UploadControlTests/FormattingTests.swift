@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import UploadCore
+import UploadWire
 
 @testable import UploadControl
 
@@ -9,22 +9,22 @@ func sampleJob(
     id: UInt64 = 7, state: JobState = .running, total: Int64 = 80_000_000, acked: Int64 = 12_400_000,
     sent: Int64 = 0, speed: Double = 3_200_000, updatedAt: TimeInterval = 1_700_000_000
 ) -> JobInfo {
-    var job = Job(
-        id: JobID(id), spec: JobSpec(source: "/home/u/v.mp4", destination: "https://h/up/", uploadProtocol: .put),
-        createdAt: Date(timeIntervalSince1970: 1_700_000_000))
-    job.state = state
-    job.bytesTotal = total
-    job.bytesAcked = acked
-    job.updatedAt = Date(timeIntervalSince1970: updatedAt)
-    return JobInfo(job: job, bytesSent: sent, speed: speed)
+    let remaining = Double(total - max(acked, sent))
+    return JobInfo(
+        id: JobID(id), state: state, source: "/home/u/v.mp4", destination: "https://h/up/", protocol: .put,
+        bytesTotal: total, bytesSent: sent, bytesAcked: acked, speed: speed,
+        eta: state == .running && speed > 0 ? (remaining / speed).rounded() : nil, attempts: 0, priority: 0,
+        error: nil, result: nil, createdAt: Date(timeIntervalSince1970: 1_700_000_000),
+        updatedAt: Date(timeIntervalSince1970: updatedAt), nextAttemptAt: nil, snapshot: nil, user: nil, history: nil,
+        waiting: nil)
 }
 
 @Suite struct JobFormattingTests {
     @Test func progressLineForWatch() {
         let event = JobProgressEvent(
-            id: JobID(7), bytesTotal: 80_000_000, bytesSent: 12_400_000, bytesAcked: 12_000_000, speed: 3_200_000,
+            id: JobID(7), bytesTotal: 80 << 20, bytesSent: 13_002_342, bytesAcked: 12_000_000, speed: 3_355_443,
             eta: 21)
-        #expect(JobFormatting.progressLine(event) == "7 running  12.40 MB / 80.00 MB  15.5%  3.2 MB/s  eta 21s")
+        #expect(JobFormatting.progressLine(event) == "7 running  12.40 MiB / 80.00 MiB  15.5%  3.2 MiB/s  eta 21s")
         let paused = JobProgressEvent(id: JobID(7), bytesTotal: 0, bytesSent: 0, bytesAcked: 0, speed: 0, eta: nil)
         #expect(JobFormatting.progressLine(paused, state: .paused) == "7 paused  0 B / 0 B  0 B/s")
     }
@@ -63,11 +63,35 @@ func sampleJob(
         let lines = JobFormatting.listLines([sampleJob(), sampleJob(id: 12, state: .paused, acked: 0)])
         #expect(
             lines == [
-                "ID  STATE    PROGRESS             SPEED     PROTOCOL  SOURCE -> DESTINATION",
-                "7   running  12.40 MB / 80.00 MB  3.2 MB/s  put       /home/u/v.mp4 -> https://h/up/",
-                "12  paused   0 B / 80.00 MB       -         put       /home/u/v.mp4 -> https://h/up/",
+                "ID  STATE    PROGRESS               SPEED      PROTOCOL  SOURCE -> DESTINATION",
+                "7   running  11.83 MiB / 76.29 MiB  3.1 MiB/s  put       /home/u/v.mp4 -> https://h/up/",
+                "12  paused   0 B / 76.29 MiB        -          put       /home/u/v.mp4 -> https://h/up/",
             ])
         #expect(JobFormatting.listLines([]) == ["no jobs"])
+    }
+
+    /// On a terminal a row fits its width: the middle of a long path gives way, wide characters
+    /// count twice, and a completed job shows where its file is.
+    @Test func listFitsTheTerminalWidth() {
+        var long = sampleJob()
+        long.source = "/home/u/" + String(repeating: "long-folder-name/", count: 8) + "日本語の写真.jpg"
+        var done = sampleJob(id: 8, state: .completed)
+        done.result = JobResult(url: "https://h/up/v-final.mp4")
+        let lines = JobFormatting.listLines([long, done], width: 100)
+        #expect(lines.allSatisfy { TerminalText.width($0) <= 100 }, "\(lines)")
+        #expect(lines[1].contains("…"))
+        #expect(lines[1].hasSuffix("写真.jpg -> https://h/up/"))
+        #expect(lines[2].hasSuffix("/home/u/v.mp4 -> https://h/up/v-final.mp4"))
+        let whole = JobFormatting.listLines([long], width: nil)
+        #expect(whole[1].contains(long.source), "not a terminal: whole values")
+    }
+
+    @Test func wideCharactersAndControlsAreMeasuredAsTheTerminalShowsThem() {
+        #expect(TerminalText.width("abc") == 3)
+        #expect(TerminalText.width("日本") == 4)
+        #expect(TerminalText.width("e\u{301}") == 1)
+        #expect(TerminalText.middleTruncated("abcdefghij", to: 5) == "ab…ij")
+        #expect(TerminalText.width(TerminalText.middleTruncated("日本語日本語日本語", to: 7)) <= 7)
     }
 
     @Test func showIncludesErrorResultAndHistory() {
@@ -79,7 +103,7 @@ func sampleJob(
         let lines = DetailFormatting.jobLines(job)
         #expect(lines.contains("id: 7"))
         #expect(lines.contains("state: failed"))
-        #expect(lines.contains("progress: 12.40 MB / 80.00 MB (15.5%)"))
+        #expect(lines.contains("progress: 11.83 MiB / 76.29 MiB (15.5%)"))
         #expect(lines.contains("error: server answered 500 [http 500]"))
         #expect(lines.contains("result url: https://h/up/v.mp4"))
         #expect(lines.contains("result body: ok thanks"))

@@ -1,5 +1,5 @@
 import Testing
-import UploadCore
+import UploadWire
 
 @testable import UploadControl
 
@@ -68,7 +68,7 @@ import UploadCore
                 try helpText([command.name, "--help"])?.contains("uploadctl [--socket PATH] [--json] \(command.name)")
                     == true)
         }
-        #expect(CommandTable.all.count == 13)
+        #expect(CommandTable.all.count == 18)
     }
 
     @Test(arguments: [

@@ -1,4 +1,6 @@
 import Foundation
+import TestSupport
+import UploadWire
 
 @testable import UploadCore
 
@@ -12,7 +14,7 @@ enum Fixtures {
         let spec = JobSpec(
             source: "/home/user/video-\(id).mp4", destination: "https://example.com/up/", uploadProtocol: .put,
             headers: [KeyValue(name: "X-Trace", value: "t\(id)")], fields: [KeyValue(name: "album", value: "a")],
-            user: "alice:secret", chunkSize: 1 << 20, priority: priority, snapshot: .copy, image: nil,
+            user: "alice:secret", chunkSize: 1 << 20, priority: priority, snapshot: .copy,
             clientToken: "token-\(id)", metadata: ["k": "v\(id)"])
         var job = Job(id: JobID(id), spec: spec, createdAt: epoch)
         job.state = state
@@ -22,6 +24,13 @@ enum Fixtures {
             kind: .copy, path: "/cache/snapshots/\(id)", size: 80_000_000, device: 42, inode: 1000 + id,
             modificationTimeNanoseconds: 1_700_000_000_123_456_789)
         job.attempts = Int(id % 3)
+        job.crashes = Int(id % 2)
+        if id % 3 == 0 { job.failingSince = epoch.addingTimeInterval(5) }
+        job.spec.umask = id % 2 == 0 ? 0o022 : nil
+        if id % 2 == 0 {
+            job.snapshot?.cachedCopy = FileIdentity(
+                inode: 5000 + id, modificationTimeNanoseconds: 1_700_000_001_000_000_000)
+        }
         job.record("added", at: epoch)
         return job
     }
@@ -79,18 +88,5 @@ enum Fixtures {
 
     static func file(_ records: [JournalRecord]) -> [UInt8] {
         JournalFormat.header() + JournalFormat.encode(records)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so random tests are repeatable.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UploadWire
 
 @testable import UploadCore
 
@@ -54,10 +55,22 @@ struct JobInfoTests {
         var job = Fixtures.job(1, state: .running)
         job.bytesTotal = 1000
         job.bytesAcked = 400
-        #expect(JobInfo(job: job, bytesSent: 500, speed: 100).eta == 6)
+        #expect(
+            JobInfo(job: job, bytesSent: 500, speed: 100).eta == 5, "what reached the wire counts, acknowledged or not")
+        #expect(JobInfo(job: job, bytesSent: 0, speed: 100).eta == 6)
         #expect(JobInfo(job: job, speed: 0).eta == nil)
+        // A PUT acknowledges nothing until its end: its ETA still falls to 0.
+        job.bytesAcked = 0
+        #expect(JobInfo(job: job, bytesSent: 1000, speed: 100).eta == 0)
+        #expect(JobInfo(job: job, bytesSent: 5000, speed: 100).bytesSent == 1000, "never more than the file")
         job.state = .paused
         #expect(JobInfo(job: job, speed: 100).eta == nil)
+    }
+
+    @Test func aCompletedJobReportsEveryByteSent() {
+        var job = Fixtures.job(1, state: .completed)
+        job.bytesTotal = 1234
+        #expect(JobInfo(job: job).bytesSent == 1234)
     }
 
     @Test func resolvedProtocolIsShown() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UploadWire
 
 @testable import UploadCore
 
@@ -33,6 +34,13 @@ let transitionTable: [TransitionCase] = [
     .init(command: .resume, state: .completed, expected: nil),
     .init(command: .resume, state: .canceled, expected: nil),
 
+    .init(command: .retry, state: .failed, expected: (.queued, [reschedule])),
+    .init(command: .retry, state: .queued, expected: (.queued, [])),
+    .init(command: .retry, state: .running, expected: (.running, [])),
+    .init(command: .retry, state: .paused, expected: nil),
+    .init(command: .retry, state: .completed, expected: nil),
+    .init(command: .retry, state: .canceled, expected: nil),
+
     .init(command: .cancel, state: .queued, expected: (.canceled, [discard, deleteFile, reschedule])),
     .init(command: .cancel, state: .running, expected: (.canceled, [stop, discard, deleteFile, reschedule])),
     .init(command: .cancel, state: .paused, expected: (.canceled, [discard, deleteFile, reschedule])),
@@ -52,11 +60,51 @@ let transitionTable: [TransitionCase] = [
 struct JobLifecycleTests {
     let now = Fixtures.epoch.addingTimeInterval(100)
     let policy = RetryPolicy(
-        baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 3)
+        baseDelay: .seconds(1), maxDelay: .seconds(60), maxRetryAfter: .seconds(600), maxAttempts: 3, maxDuration: .zero
+    )
+
+    /// An outage of an hour does not fail a job: the count is spent after three attempts, the time
+    /// budget (one day by default) is not.
+    @Test func aJobFailsOnlyWhenBothBudgetsAreSpent() {
+        let patient = RetryPolicy(maxAttempts: 3, maxDuration: .seconds(3600))
+        var job = Fixtures.job(9, state: .queued)
+        var clock = now
+        for attempt in 1...10 {
+            job.start(at: clock)
+            _ = job.finishAttempt(
+                .failed(JobError(code: "network", message: "down"), retryable: true, retryAfter: nil),
+                madeProgress: false,
+                policy: patient, at: clock, random: { $0.upperBound })
+            #expect(job.state == .queued, "attempt \(attempt)")
+            #expect(job.failingSince == now)
+            clock = clock.addingTimeInterval(300)
+        }
+        clock = now.addingTimeInterval(3600)
+        job.start(at: clock)
+        _ = job.finishAttempt(
+            .failed(JobError(code: "network", message: "down"), retryable: true, retryAfter: nil), madeProgress: false,
+            policy: patient, at: clock)
+        #expect(job.state == .failed)
+        #expect(job.history.last?.message.contains("gave up after 11 attempts in a row over 3600s") == true)
+    }
+
+    @Test func noNetworkSpendsNothing() {
+        var job = Fixtures.job(10, state: .queued)
+        job.attempts = 4
+        job.failuresWithoutProgress = 2
+        job.start(at: now)
+        #expect(job.attempts == 5)
+        _ = job.finishAttempt(.noNetwork("no route"), madeProgress: false, policy: policy, at: now)
+        #expect(job.state == .queued)
+        #expect(job.attempts == 4)
+        #expect(job.failuresWithoutProgress == 2)
+        #expect(job.nextAttemptAt == nil)
+        #expect(job.history.last?.message == "waiting for the network: no route")
+    }
 
     @Test func tableCoversEveryCommandInEveryState() {
         let covered = Set(transitionTable.map { "\($0.command.rawValue)/\($0.state.rawValue)" })
-        #expect(covered.count == 4 * JobState.allCases.count)
+        #expect(covered.count == JobCommand.allCases.count * JobState.allCases.count)
     }
 
     @Test(arguments: transitionTable)
@@ -206,10 +254,43 @@ struct JobLifecycleTests {
         job.requeueAfterRestart(at: now)
         if state == .running {
             #expect(job.state == .queued)
-            #expect(job.history.last?.message.contains("restarted") == true)
+            #expect(job.history.last?.message.contains("uploadd stopped; resumes") == true)
+            #expect(job.crashes == before.crashes, "a clean stop is not a crash")
         } else {
             #expect(job == before)
         }
+    }
+
+    @Test func aJobTheDaemonDiedInIsQueuedOnceThenFailed() {
+        var job = Fixtures.job(2, state: .running)
+        job.crashes = 0
+        job.recoverAfterCrash(at: now)
+        #expect(job.state == .queued)
+        #expect(job.crashes == 1)
+        #expect(job.history.last?.message.contains("stopped unexpectedly") == true)
+        job.start(at: now)
+        job.recoverAfterCrash(at: now)
+        #expect(job.state == .failed)
+        #expect(job.crashes == 2)
+        #expect(job.error?.code == "crash")
+        #expect(job.error?.message.contains("uploadctl resume 2") == true)
+    }
+
+    @Test func anAttemptThatEndsClearsTheCrashCount() {
+        var job = Fixtures.job(2, state: .running)
+        job.crashes = 1
+        _ = job.finishAttempt(
+            .failed(JobError(code: "network", message: "x"), retryable: true, retryAfter: nil),
+            madeProgress: false, policy: RetryPolicy(), at: now)
+        #expect(job.crashes == 0)
+    }
+
+    @Test(arguments: JobState.allCases.filter { $0 != .running })
+    func onlyRunningJobsAreRecoveredAfterACrash(state: JobState) {
+        var job = Fixtures.job(3, state: state)
+        let before = job
+        job.recoverAfterCrash(at: now)
+        #expect(job == before)
     }
 
     @Test func historyKeepsTheLastTwentyLines() {

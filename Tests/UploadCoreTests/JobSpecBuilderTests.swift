@@ -1,4 +1,5 @@
 import Testing
+import UploadWire
 
 @testable import UploadCore
 
@@ -99,8 +100,16 @@ struct JobSpecBuilderTests {
         #expect(failure(params { $0.fields = ["=v"] })?.message.contains("field '=v'") == true)
     }
 
-    @Test(arguments: [("lots", "chunk_size: 'lots' is not a size"), ("0", "at least 1 byte"), ("-5", "chunk_size")])
-    func badChunkSize(text: String, message: String) {
+    @Test(
+        arguments: [
+            ("lots", "chunk_size: 'lots' is not a chunk size"), ("0", "use 1 byte to 5G"), ("-5", "chunk_size"),
+            ("9223372036854774784", "use 1 byte to 5G"), ("5G", nil), ("6G", "use 1 byte to 5G"),
+        ] as [(String, String?)])
+    func chunkSizeBounds(text: String, message: String?) {
+        guard let message else {
+            #expect(throws: Never.self) { try JobSpecBuilder.build(params { $0.chunkSize = text }) }
+            return
+        }
         #expect(failure(params { $0.chunkSize = text })?.message.contains(message) == true)
     }
 
@@ -109,7 +118,10 @@ struct JobSpecBuilderTests {
         #expect(failure(params { $0.priority = priority })?.message.contains("priority") == true)
     }
 
-    @Test func imageIsNotAvailableYet() {
-        #expect(failure(params { $0.image = "max=1024" })?.message.contains("--image") == true)
+    /// `image` is the image preparation step, with its SPEC as given; the daemon checks both.
+    @Test func imageBecomesThePreparationStep() throws {
+        let spec = try JobSpecBuilder.build(params { $0.image = "max=1024" })
+        #expect(spec.preparation == [PreparationRequest(step: "image", options: "max=1024")])
+        #expect(try JobSpecBuilder.build(params()).preparation.isEmpty)
     }
 }

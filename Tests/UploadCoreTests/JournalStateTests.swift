@@ -1,5 +1,7 @@
 import Foundation
+import TestSupport
 import Testing
+import UploadWire
 
 @testable import UploadCore
 

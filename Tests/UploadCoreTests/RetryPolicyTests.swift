@@ -84,6 +84,14 @@ struct RetryPolicyTests {
         #expect(!small.allowsRetry(afterFailures: 4))
     }
 
+    @Test func theTimeBudgetKeepsRetryingAfterTheCountIsSpent() {
+        let policy = RetryPolicy(maxAttempts: 3, maxDuration: .seconds(600))
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        #expect(policy.allowsRetry(afterFailures: 50, failingSince: start, now: start.addingTimeInterval(599)))
+        #expect(!policy.allowsRetry(afterFailures: 50, failingSince: start, now: start.addingTimeInterval(600)))
+        #expect(policy.allowsRetry(afterFailures: 2, failingSince: start, now: start.addingTimeInterval(10_000)))
+    }
+
     @Test func durationSecondsIncludesFractions() {
         #expect(Duration.milliseconds(1500).seconds == 1.5)
         #expect(Duration.seconds(3).seconds == 3)

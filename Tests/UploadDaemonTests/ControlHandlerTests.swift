@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -9,7 +10,7 @@ import UploadCore
 struct ControlHandlerTests {
     static func handler(_ harness: SchedulerHarness) -> ControlHandler {
         ControlHandler(
-            scheduler: harness.scheduler, events: harness.events, reload: {},
+            scheduler: harness.scheduler, events: harness.events, reload: { [] },
             status: {
                 DaemonStatus(
                     version: "test", pid: 1, uptime: 0, jobs: [:], speed: 0, maxTransfers: 1, stateDirectory: "/s",
@@ -33,10 +34,13 @@ struct ControlHandlerTests {
         #expect(parseError?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.parseErrorCode)))
         let emptyBatch = try await Self.answer("[]", handler)
         #expect(emptyBatch?.objectValue?["error"] != nil)
-        #expect(try await Self.answer(#"{"jsonrpc":"2.0","method":"job.list"}"#, handler) == nil, "a notification gets no answer")
+        #expect(
+            try await Self.answer(#"{"jsonrpc":"2.0","method":"job.list"}"#, handler) == nil,
+            "a notification gets no answer")
 
         let list = try await Self.answer(#"{"jsonrpc":"2.0","id":"x","method":"job.list"}"#, handler)
-        #expect(list == .object(["jsonrpc": .string("2.0"), "id": .string("x"), "result": .object(["jobs": .array([])])]))
+        #expect(
+            list == .object(["jsonrpc": .string("2.0"), "id": .string("x"), "result": .object(["jobs": .array([])])]))
 
         let batch = try await Self.answer(
             #"[{"jsonrpc":"2.0","id":1,"method":"job.list"},{"jsonrpc":"2.0","id":2,"method":"no.such"},{"jsonrpc":"2.0","method":"job.list"}]"#,
@@ -47,14 +51,16 @@ struct ControlHandlerTests {
         }
         #expect(answers.count == 2)
         #expect(answers.first?.objectValue?["id"] == .number(1))
-        #expect(answers.last?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.methodNotFoundCode)))
+        #expect(
+            answers.last?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.methodNotFoundCode)))
     }
 
     @Test func addedJobsComeBackAsTheirInfo() async throws {
         let harness = try await SchedulerHarness(start: false)
         let handler = Self.handler(harness)
         let path = try harness.directory.write("src/a.txt", "a")
-        let request = #"{"jsonrpc":"2.0","id":7,"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/"}}"#
+        let request =
+            #"{"jsonrpc":"2.0","id":7,"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/"}}"#
         let added = try await Self.answer(request, handler)
         let job = try #require(added?.objectValue?["result"]).decode(JobInfo.self)
         #expect(job.source == path)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -81,7 +82,11 @@ struct DaemonConfigTests {
         ("[remote x]\nurl = https://h/\nprotocol = ftp\n", "line 3: [remote x] protocol must be one of"),
         ("[remote x]\nurl = https://h/\nheader = no colon here\n", "line 3: [remote x] header"),
         ("[remote x]\nurl = https://h/\nfield = =v\n", "line 3: [remote x] field"),
-        ("[remote x]\nurl = https://h/\nchunk_size = big\n", "line 3: [remote x] 'big' is not a size"),
+        (
+            "[remote x]\nurl = https://h/\nchunk_size = big\n",
+            "line 3: [remote x] chunk_size: 'big' is not a chunk size"
+        ),
+        ("[remote x]\nurl = https://h/\nchunk_size = 8T\n", "line 3: [remote x] chunk_size: '8T' is not a chunk size"),
         ("# c\n[remote x]\nuser = bob\n", "line 2: [remote x] needs a url"),
         ("[remote]\nurl = https://h/\n", "line 1: a remote needs a name"),
         ("[daemon]\nthis is not ini\n", "line 2: expected key = value"),
@@ -91,7 +96,7 @@ struct DaemonConfigTests {
         #expect(actual.contains(message), "\(actual)")
     }
 
-    @Test func unknownKeysAndSectionsBecomeWarnings() throws {
+    @Test func unknownKeysBecomeWarnings() throws {
         let config = try DaemonConfig.parse(
             """
             [daemon]
@@ -100,18 +105,45 @@ struct DaemonConfigTests {
             [remote nas]
             url = https://h/
             colour = blue
-            [logging]
-            level = debug
             """)
         #expect(config.maxTransfers == 2)
         #expect(config.remotes["nas"] != nil)
-        #expect(config.warnings.count == 3)
+        #expect(config.warnings.count == 2)
         #expect(config.warnings.contains { $0.hasPrefix("line 3:") && $0.contains("'tranfers'") })
         #expect(
             config.warnings.contains {
                 $0.hasPrefix("line 6:") && $0.contains("'colour'") && $0.contains("[remote nas]")
             })
-        #expect(config.warnings.contains { $0.hasPrefix("line 7:") && $0.contains("[logging]") })
+    }
+
+    /// A misspelt section would put every setting back to its default without a word: it is an
+    /// error, as are duplicate sections, and every problem of the file is reported at once.
+    @Test func unknownAndDuplicateSectionsAreErrorsAndAllProblemsAreReported() {
+        let error = #expect(throws: DaemonConfig.LoadError.self) {
+            try DaemonConfig.parse(
+                """
+                [deamon]
+                transfers = 2
+                [daemon]
+                transfers = 99
+                stall_timeout = soon
+                [daemon]
+                [remote a]
+                url = https://h/
+                [remote a]
+                url = https://h2/
+                """)
+        }
+        let lines = error?.message.split(separator: "\n").map(String.init) ?? []
+        #expect(
+            lines.contains {
+                $0.hasPrefix("line 1:") && $0.contains("unknown section [deamon] (did you mean [daemon]?)")
+            }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("line 4:") && $0.contains("transfers") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("line 5:") && $0.contains("stall_timeout") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("line 6:") && $0.contains("a second [daemon] section") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("line 9:") && $0.contains("a second [remote a]") }, "\(lines)")
+        #expect(lines.count == 5, "\(lines)")
     }
 
     @Test func loadNamesTheFile() throws {

@@ -90,11 +90,12 @@ struct DaemonOptionsTests {
         #expect(try DaemonOptions.parse(["--socket", "/a.sock"], environment: environment).socketPath == "/a.sock")
     }
 
-    @Test func defaultSocketPath() {
+    @Test func defaultSocketPathFollowsTheSharedRules() {
+        #expect(DaemonOptions.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/"]) == "/uploadd/control.sock")
         #expect(
-            DaemonOptions.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
-                == "/run/user/1000/uploadd/control.sock")
-        #expect(DaemonOptions.defaultSocketPath(environment: [:]) == "/run/user/\(getuid())/uploadd/control.sock")
+            DaemonOptions.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/nonexistent-runtime-dir"])
+                == "/tmp/uploadd-\(getuid())/control.sock")
+        #expect(DaemonOptions.defaultSocketPath(environment: [:]) == "/tmp/uploadd-\(getuid())/control.sock")
     }
 
     @Test func helpAndVersion() throws {

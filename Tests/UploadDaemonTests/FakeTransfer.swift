@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -23,6 +24,8 @@ final class FakeTransfer: Transfer {
         var canceled: [String] = []
         var discarded: [String] = []
         var deleted: [String] = []
+        /// What each upload sent (by the source's name): the name on the server and the bytes.
+        var sent: [String: (fileName: String, bytes: [UInt8])] = [:]
     }
 
     private let record = Mutex(Record())
@@ -65,6 +68,9 @@ final class FakeTransfer: Transfer {
                 }
             }
         }
+        var bytes: [UInt8] = []
+        try context.source.forEachPiece(offset: 0, length: context.source.size) { bytes += $0 }
+        record.withLock { $0.sent[name] = (context.target.fileName, bytes) }
         context.meter.add(Int(context.source.size))
         try await context.commit(context.source.size, nil, true)
         return JobResult(url: context.target.url, status: 201)

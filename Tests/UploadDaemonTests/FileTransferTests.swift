@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 

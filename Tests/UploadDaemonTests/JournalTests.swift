@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
-@testable import UploadCore
+import UploadWire
 
+@testable import UploadCore
 @testable import UploadDaemon
 
 @Suite("Journal file: replay, appends, group commit, compaction")
@@ -32,6 +33,23 @@ struct JournalTests {
         #expect(try directory.read("journal") == JournalFormat.header())
     }
 
+    /// A durable append is queued at once, on the caller's thread, in the caller's order; waiting
+    /// for it after it was already written returns at once.
+    @Test func durableAppendsKeepTheOrderTheyWereQueuedIn() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        let first = journal.queueDurably([.job(Self.job(4))])
+        journal.append([.removed(JobID(4))])
+        let second = journal.queueDurably([.job(Self.job(5))])
+        try await Task.sleep(for: .milliseconds(200))  // written and synced before anyone waits
+        try await journal.waitUntilDurable(second)
+        try await journal.waitUntilDurable(first)
+        journal.close()
+        let replay = try Self.reopen(directory)
+        #expect(replay.recordCount == 3)
+        #expect(replay.state.jobs.keys.sorted() == [JobID(5)], "the job removed after it was queued stays removed")
+    }
+
     @Test func appendsSurviveCloseAndReopen() async throws {
         let directory = try TemporaryDirectory()
         let (journal, _) = try Journal.open(directory: directory.path)
@@ -53,29 +71,31 @@ struct JournalTests {
         #expect(try JournalFormat.decode(bytes).records.count == 6)
     }
 
-    @Test func aFormatOneJournalReplaysAndIsRewrittenInTheCurrentFormat() async throws {
+    /// The frozen journals of uploadd 0.1 and 0.2 open, are rewritten in the current format with
+    /// the same queue, and take appends afterwards.
+    @Test(arguments: ["format1", "format2", "format1/compacted", "format2/compacted"])
+    func aJournalOfAnEarlierReleaseIsRewrittenInTheCurrentFormat(folder: String) async throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/journals/\(folder)/journal")
+        let original = [UInt8](try Data(contentsOf: fixtures))
+        var expected = JournalState()
+        for record in try JournalFormat.decode(original).records { expected.apply(record) }
         let directory = try TemporaryDirectory()
-        var tus = Self.job(2, .running)
-        tus.checkpoint = .tus(uploadURL: "http://127.0.0.1/files/abc", expires: nil)
-        let old: [JournalRecord] = [
-            .job(Self.job(1)), .job(tus), .progress(JobProgress(id: JobID(2), bytesAcked: 300, checkpoint: tus.checkpoint)),
-            .job(Self.job(3, .completed)), .removed(JobID(3)),
-        ]
-        _ = try directory.write("journal", bytes: JournalFormat.formatOneFile(old))
+        _ = try directory.write("journal", bytes: original)
         let (journal, replay) = try Journal.open(directory: directory.path)
         #expect(replay.damage == nil)
-        #expect(replay.state.jobs.keys.sorted() == [JobID(1), JobID(2)])
-        #expect(replay.state.jobs[JobID(2)]?.bytesAcked == 300)
-        #expect(replay.state.nextID == 4)
-        try await journal.appendDurably([.job(Self.job(4))])
+        #expect(replay.state.jobs == expected.jobs)
+        #expect(replay.state.nextID == expected.nextID)
+        let next = expected.nextID
+        try await journal.appendDurably([.job(Self.job(next))])
         journal.close()
 
         let bytes = try directory.read("journal")
         #expect(Array(bytes[0..<JournalFormat.headerSize]) == JournalFormat.header())
         let again = try Self.reopen(directory)
-        #expect(again.state.jobs.keys.sorted() == [JobID(1), JobID(2), JobID(4)])
-        #expect(again.state.jobs[JobID(2)] == replay.state.jobs[JobID(2)])
-        #expect(again.state.nextID == 5)
+        #expect(again.state.jobs.count == expected.jobs.count + 1)
+        #expect(again.state.jobs.filter { $0.key.rawValue != next } == expected.jobs)
+        #expect(again.state.nextID == next + 1)
     }
 
     @Test func durableAppendIsOnDiskWhenItReturns() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -18,34 +19,34 @@ struct ResultURLTests {
         (#"{"data":{"url":"https://h/5"},"code":0}"#, "https://h/5"), (#"{"file_url":"https://h/6"}"#, "https://h/6"),
     ])
     func wellKnownKeys(body: String, expected: String) {
-        #expect(ResultURL.find(in: response(body), pointer: nil) == expected)
+        #expect(response(body).resultURL(pointer: nil) == expected)
     }
 
     @Test func topLevelBeforeData() {
-        #expect(ResultURL.find(in: response(#"{"url":"top","data":{"url":"inner"}}"#), pointer: nil) == "top")
+        #expect(response(#"{"url":"top","data":{"url":"inner"}}"#).resultURL(pointer: nil) == "top")
     }
 
     @Test func jsonPointer() {
         let body = #"{"result":{"files":[{"href":"https://h/a"},{"href":"https://h/b"}]},"a/b":{"~x":"esc"}}"#
-        #expect(ResultURL.find(in: response(body), pointer: "/result/files/1/href") == "https://h/b")
-        #expect(ResultURL.find(in: response(body), pointer: "/a~1b/~0x") == "esc")
-        #expect(ResultURL.find(in: response(body), pointer: "/result/files/9/href") == nil)
-        #expect(ResultURL.find(in: response(body), pointer: "/result") == nil, "not a string")
+        #expect(response(body).resultURL(pointer: "/result/files/1/href") == "https://h/b")
+        #expect(response(body).resultURL(pointer: "/a~1b/~0x") == "esc")
+        #expect(response(body).resultURL(pointer: "/result/files/9/href") == nil)
+        #expect(response(body).resultURL(pointer: "/result") == nil, "not a string")
     }
 
     @Test func locationHeaderWhenTheBodySaysNothing() {
-        #expect(ResultURL.find(in: response("created", location: "https://h/loc"), pointer: nil) == "https://h/loc")
+        #expect(response("created", location: "https://h/loc").resultURL(pointer: nil) == "https://h/loc")
         #expect(
-            ResultURL.find(in: response(#"{"ok":true}"#, location: "https://h/loc"), pointer: nil) == "https://h/loc")
+            response(#"{"ok":true}"#, location: "https://h/loc").resultURL(pointer: nil) == "https://h/loc")
         #expect(
-            ResultURL.find(in: response(#"{"url":42}"#, location: "https://h/loc"), pointer: nil) == "https://h/loc")
-        #expect(ResultURL.find(in: response(""), pointer: nil) == nil)
+            response(#"{"url":42}"#, location: "https://h/loc").resultURL(pointer: nil) == "https://h/loc")
+        #expect(response("").resultURL(pointer: nil) == nil)
     }
 
     /// The doc comment promises the Location header last, whatever was looked at before it.
     @Test func locationHeaderWhenThePointerFindsNothing() {
         #expect(
-            ResultURL.find(in: response(#"{"ok":true}"#, location: "https://h/loc"), pointer: "/data/url")
+            response(#"{"ok":true}"#, location: "https://h/loc").resultURL(pointer: "/data/url")
                 == "https://h/loc")
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -231,19 +232,48 @@ struct S3CredentialsTests {
             [other]
             aws_access_key_id = OTHER
             """
-        let work = S3CredentialResolver.parseSharedCredentials(text, profile: "work")
-        #expect(work?.accessKeyID == "WORKKEY")
-        #expect(work?.secretAccessKey == "work/secret+=")
-        #expect(work?.sessionToken == "worktoken")
-        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "default")?.accessKeyID == "DEFAULTKEY")
-        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "other") == nil, "no secret")
-        #expect(S3CredentialResolver.parseSharedCredentials(text, profile: "absent") == nil)
+        let work = AWSSharedFiles.parse(text, profile: "work")
+        #expect(work["aws_access_key_id"] == "WORKKEY")
+        #expect(work["aws_secret_access_key"] == "work/secret+=")
+        #expect(work["aws_session_token"] == "worktoken")
+        #expect(AWSSharedFiles.parse(text, profile: "default")["aws_access_key_id"] == "DEFAULTKEY")
+        #expect(AWSSharedFiles.parse(text, profile: "other")["aws_secret_access_key"] == nil, "no secret")
+        #expect(AWSSharedFiles.parse(text, profile: "absent").isEmpty)
 
         let directory = try TemporaryDirectory()
         let file = try directory.write("creds", text)
         let found = try S3CredentialResolver(environment: ["AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "work"])
             .resolve(remote: nil)
         #expect(found.accessKeyID == "WORKKEY")
+    }
+
+    /// ~/.aws/config as aws-cli reads it: the profile's region and endpoint_url, and keys kept
+    /// there rather than in the credentials file; the environment still wins.
+    @Test func theAWSConfigFileGivesRegionEndpointAndKeys() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/.aws", withIntermediateDirectories: true)
+        let config = [
+            "[default]", "region = eu-west-3", "[profile minio]", "region = local-1",
+            "endpoint_url = http://127.0.0.1:9000",
+            "aws_access_key_id = MINIOKEY", "aws_secret_access_key = miniosecret", "s3 =", "  addressing_style = path",
+        ]
+        _ = try directory.write(".aws/config", config.joined(separator: "\n"))
+        let home = ["HOME": directory.path]
+        func resolve(_ environment: [String: String]) throws -> S3Target {
+            try #require(
+                try S3Target.resolve(
+                    destination: .s3(bucket: "b", key: "k"), uploadProtocol: .s3, fileName: "f", remote: nil,
+                    environment: home.merging(environment) { $1 }))
+        }
+        let atAWS = try resolve(["AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S"])
+        #expect(atAWS.region == "eu-west-3")
+        #expect(atAWS.endpoint == "https://s3.eu-west-3.amazonaws.com")
+        let minio = try resolve(["AWS_PROFILE": "minio"])
+        #expect(minio.region == "local-1")
+        #expect(minio.endpoint == "http://127.0.0.1:9000")
+        #expect(minio.credentials.accessKeyID == "MINIOKEY")
+        #expect(minio.credentials.source == directory.path + "/.aws/config [minio]")
+        #expect(try resolve(["AWS_PROFILE": "minio", "AWS_REGION": "env-1"]).region == "env-1")
     }
 
     @Test func nothingFoundSaysWhereItLooked() throws {
@@ -514,7 +544,7 @@ struct S3PartWindowTests {
         server.listedParts = [(2, Self.part, zeros), (3, Self.part, "AAAAAA=="), (5, Self.part, zeros)]
         let commits = CommitLog()
         let upload = upload(
-            server, commits, checkpoint: .s3(uploadID: "U1", key: "big.bin", partSize: Self.part))
+            server, commits, checkpoint: Checkpoint(S3Checkpoint(uploadID: "U1", key: "big.bin", partSize: Self.part)))
         _ = try await upload.value
         #expect(server.startedParts.sorted() == [1, 3, 4, 6])
         #expect(server.completedParts == [1, 2, 3, 4, 5, 6])
@@ -522,6 +552,47 @@ struct S3PartWindowTests {
         #expect(acked.first == 2 * Self.part, "the server's parts count from the start")
         #expect(acked == acked.sorted() && Set(acked).count == acked.count, "acknowledged bytes only grow: \(acked)")
         #expect(acked.last == Self.total)
+    }
+
+    /// Completed just before the daemon died, before that was journaled: the upload ID is gone,
+    /// the object is there with this file's multipart ETag, so nothing is sent again.
+    @Test func anUploadCompletedBeforeACrashIsNotSentAgain() async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        server.uploadGone = true
+        let md5 = try #require(Digest(algorithm: "md5"))
+        for number in 1...6 {
+            let range = S3PartSizing.range(ofPart: number, fileSize: Self.size, partSize: Self.part)
+            let part = try #require(Digest(algorithm: "md5"))
+            try source.forEachPiece(offset: range.offset, length: range.length) { part.update($0) }
+            part.finish().withUnsafeBytes { md5.update($0) }
+        }
+        let etag = "\"\(Hex.encode(md5.finish()))-6\""
+        server.objectHeaders = [
+            KeyValue(name: "content-length", value: "\(Self.size)"), KeyValue(name: "etag", value: etag),
+        ]
+        let result = try await upload(
+            server, CommitLog(),
+            checkpoint: Checkpoint(S3Checkpoint(uploadID: "U1", key: "big.bin", partSize: Self.part))
+        ).value
+        #expect(result.url?.hasSuffix("/big.bin") == true)
+        #expect(server.startedParts.isEmpty, "nothing sent again")
+        #expect(server.completedParts == nil)
+    }
+
+    /// The same object but another file's bytes (or a plain ETag): sent again, in full.
+    @Test func anObjectThatDoesNotMatchIsSentAgain() async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        server.uploadGone = true
+        server.objectHeaders = [
+            KeyValue(name: "content-length", value: "\(Self.size)"),
+            KeyValue(name: "etag", value: "\"0123456789abcdef-6\""),
+        ]
+        _ = try await upload(
+            server, CommitLog(),
+            checkpoint: Checkpoint(S3Checkpoint(uploadID: "U1", key: "big.bin", partSize: Self.part))
+        )
+        .value
+        #expect(server.startedParts.sorted() == [1, 2, 3, 4, 5, 6])
     }
 
     @Test func underARateLimitPartsGoOneAtATime() async throws {
@@ -562,6 +633,9 @@ final class ScriptedS3: HTTPSending {
         var canceled: Set<Int> = []
         var completed: [Int]?
         var listed: [(number: Int, size: Int64, crc32c: String)] = []
+        /// ListParts answers NoSuchUpload, and HEAD answers these headers (404 when nil).
+        var uploadGone = false
+        var objectHeaders: [KeyValue]?
     }
 
     private let state = Mutex(State())
@@ -575,6 +649,15 @@ final class ScriptedS3: HTTPSending {
     var maxInFlight: Int { state.withLock { $0.maxInFlight } }
     /// The part numbers CompleteMultipartUpload listed, nil before it came.
     var completedParts: [Int]? { state.withLock { $0.completed } }
+    var uploadGone: Bool {
+        get { state.withLock { $0.uploadGone } }
+        set { state.withLock { $0.uploadGone = newValue } }
+    }
+    var objectHeaders: [KeyValue]? {
+        get { state.withLock { $0.objectHeaders } }
+        set { state.withLock { $0.objectHeaders = newValue } }
+    }
+
     var listedParts: [(number: Int, size: Int64, crc32c: String)] {
         get { state.withLock { $0.listed } }
         set { state.withLock { $0.listed = newValue } }
@@ -601,6 +684,12 @@ final class ScriptedS3: HTTPSending {
             let numbers = S3XML.values("PartNumber", in: String(decoding: body, as: UTF8.self)).compactMap { Int($0) }
             state.withLock { $0.completed = numbers }
             return HTTPResponse(status: 200, headers: [], body: Array("<CompleteMultipartUploadResult/>".utf8))
+        case "HEAD":
+            guard let headers = objectHeaders else { return HTTPResponse(status: 404, headers: [], body: []) }
+            return HTTPResponse(status: 200, headers: headers, body: [])
+        case "GET" where uploadGone:
+            let body = "<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>"
+            return HTTPResponse(status: 404, headers: [], body: Array(body.utf8))
         case "GET":
             let parts = listedParts.map {
                 "<Part><PartNumber>\($0.number)</PartNumber><ETag>\"e\($0.number)\"</ETag><Size>\($0.size)</Size>"

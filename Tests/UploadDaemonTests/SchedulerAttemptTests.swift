@@ -1,6 +1,8 @@
 import Foundation
+import Synchronization
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -50,6 +52,25 @@ struct SchedulerAttemptTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(fake.started.count == 3)
         #expect(harness.snapshotExists(id), "a failed job keeps its snapshot for resume")
+        await harness.stop()
+    }
+
+    /// `retry_for`: past its attempt count, a job keeps retrying until it has been failing for
+    /// longer than the time budget, then fails saying for how long. Hours pass on a test clock.
+    @Test func retriesGoOnUntilTheTimeBudgetIsSpent() async throws {
+        let fake = FakeTransfer(defaultStep: .fail(.network("connection refused")))
+        let clock = TestClock()
+        var config = SchedulerHarness.config(attempts: 2)
+        config.retry.maxDuration = .seconds(3600)
+        let harness = try await SchedulerHarness(config: config, fake: fake, clock: clock)
+        let id = try await harness.add("budget.bin")
+        #expect(await harness.waitForStarts(5), "past 2 attempts, the hour is not spent: it goes on")
+        #expect(await harness.state(id) != .failed)
+        clock.advance(by: 7200)
+        #expect(await harness.wait(id, .failed))
+        let info = try #require(await harness.job(id))
+        #expect(info.attempts >= 5, "\(info.history?.map(\.message) ?? [])")
+        #expect(info.history?.last?.message.contains("gave up after") == true, "\(info.history?.last?.message ?? "")")
         await harness.stop()
     }
 
@@ -142,11 +163,30 @@ struct SchedulerAttemptTests {
         await harness.stop()
     }
 
-    @Test func anUnknownRemoteFailsTheJobWithoutATransfer() async throws {
+    @Test func anUnknownRemoteIsRefusedAtAdd() async throws {
+        let harness = try await SchedulerHarness()
+        let path = try harness.directory.write("src/x.bin", "x")
+        let error = await #expect(throws: RPCError.self) {
+            try await harness.scheduler.add(AddParams(source: path, destination: "htp://example.org/"))
+        }
+        #expect(error?.code == RPCError.invalidParamsCode)
+        #expect(error?.message.contains("no remote named 'htp'") == true)
+        #expect(await harness.scheduler.list(states: nil, ids: nil).isEmpty)
+        await harness.stop()
+    }
+
+    /// A remote dropped from the config after its jobs were added: they fail when they would run.
+    @Test func aRemoteGoneSinceTheAddFailsTheJobWithoutATransfer() async throws {
         let fake = FakeTransfer()
-        let harness = try await SchedulerHarness(fake: fake)
+        var config = SchedulerHarness.config()
+        config.maxTransfers = 1
+        // No transfer slot yet: the job stays queued until the reload that drops its remote.
+        var before = try DaemonConfig.parse("[remote nosuch]\nurl = file:///tmp/x/\n")
+        before.maxTransfers = 0
+        let harness = try await SchedulerHarness(config: before, fake: fake)
         let path = try harness.directory.write("src/x.bin", "x")
         let id = try await harness.scheduler.add(AddParams(source: path, destination: "nosuch:dir/")).id
+        await harness.scheduler.reload(config)
         #expect(await harness.wait(id, .failed))
         let info = try #require(await harness.job(id))
         #expect(info.error?.code == "config")
@@ -180,6 +220,32 @@ struct SchedulerAttemptTests {
         let unknown = await #expect(throws: RPCError.self) { try await harness.perform(.pause, JobID(999)) }
         #expect(unknown?.code == RPCError.jobNotFoundCode)
         #expect(await harness.state(id) == .completed)
+        await harness.stop()
+    }
+
+    /// Offline, a job spends nothing and waits; when the network comes back it starts at once.
+    @Test func withoutANetworkAJobWaitsAndSpendsNoAttempt() async throws {
+        let online = Mutex(false)
+        let fake = FakeTransfer()
+        let harness = try await SchedulerHarness(
+            config: SchedulerHarness.config(), fake: fake,
+            reachability: { _, _ in online.withLock { $0 } ? .reachable : .unreachable("no route to example.invalid") })
+        let id = try await harness.add("offline.bin", destination: "http://example.invalid/up/", protocol: .put)
+        #expect(await eventually { await harness.job(id)?.waiting == "network" })
+        let waiting = try #require(await harness.job(id))
+        #expect(waiting.state == .queued)
+        #expect(waiting.attempts == 0)
+        #expect(waiting.history?.last?.message == "waiting for the network: no route to example.invalid")
+        #expect(await harness.scheduler.statusText().contains("1 waiting for the network"))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fake.started.isEmpty, "nothing is tried while offline")
+        #expect(await harness.job(id)?.attempts == 0, "and nothing is retried on a timer")
+
+        online.withLock { $0 = true }
+        await harness.scheduler.networkChanged()
+        #expect(await harness.wait(id, .completed))
+        #expect(await harness.job(id)?.attempts == 1)
+        #expect(await harness.job(id)?.waiting == nil)
         await harness.stop()
     }
 }

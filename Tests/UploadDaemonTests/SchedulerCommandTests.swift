@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -48,7 +49,8 @@ struct SchedulerCommandTests {
         _ = try first.directory.write("cache/snapshots/" + (copy.path as NSString).lastPathComponent, "left behind")
         await first.stop()
 
-        let second = try await SchedulerHarness(config: SchedulerHarness.config(), reusing: first.directory, start: false)
+        let second = try await SchedulerHarness(
+            config: SchedulerHarness.config(), reusing: first.directory, start: false)
         #expect(!FileManager.default.fileExists(atPath: copy.path))
         #expect(await second.state(id) == .completed)
         await second.stop()
@@ -102,7 +104,8 @@ struct SchedulerCommandTests {
 
         // Cleared for good: not back after a restart, and their IDs are not handed out again.
         let again = try await SchedulerHarness(reusing: harness.directory, start: false)
-        #expect(await again.scheduler.list(states: nil, ids: nil).map(\.id) == [held])
+        let listed = await again.scheduler.list(states: nil, ids: nil)
+        #expect(listed.map(\.id) == [held], "\(listed.map { "\($0.id) \($0.state)" })")
         #expect(try await again.add("new") == JobID(5))
         await again.stop()
     }
@@ -175,13 +178,14 @@ struct SchedulerCommandTests {
 
         let restarted = try await SchedulerHarness(reusing: harness.directory, start: false)
         #expect(restarted.replay.damage == nil)
-        #expect(restarted.replay.state.jobs[running]?.state == .running, "the journal says running")
+        #expect(restarted.replay.state.jobs[running]?.state == .queued, "a clean stop journals running jobs as queued")
+        #expect(restarted.replay.state.jobs[running]?.crashes == 0, "a clean stop is not a crash")
         let states = await restarted.scheduler.list(states: nil, ids: nil).map { "\($0.id):\($0.state.rawValue)" }
         #expect(states == ["\(done):completed", "\(paused):paused", "\(failed):failed", "\(running):queued"])
         let before = try #require(await restarted.job(running))
         #expect(before.attempts == 1)
         #expect(before.priority == 3)
-        #expect(before.history?.last?.message.contains("restarted") == true)
+        #expect(before.history?.last?.message.contains("uploadd stopped; resumes") == true)
         #expect(await restarted.job(failed)?.error?.status == 403)
 
         await restarted.scheduler.start()
@@ -190,5 +194,199 @@ struct SchedulerCommandTests {
         #expect(await restarted.state(paused) == .paused)
         #expect(try await restarted.add("next") == JobID(5))
         await restarted.stop()
+    }
+
+    /// The daemon dies while two jobs upload (the journal still says running): at the next start
+    /// both are suspects and run one at a time; the one that takes the daemon down again is
+    /// failed at the start after, and the other completes.
+    @Test func aJobTheDaemonDiedInRunsAloneAndIsFailedTheSecondTime() async throws {
+        let crashing = FakeTransfer()
+        crashing.script("bad", [.hold])
+        crashing.script("good", [.hold])
+        let first = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 4), fake: crashing)
+        let bad = try await first.add("bad")
+        let good = try await first.add("good")
+        #expect(await first.waitUntilUploading("bad"))
+        #expect(await first.waitUntilUploading("good"))
+        first.journal.close()  // what a crash leaves: the records written so far, no clean stop
+
+        let second = FakeTransfer()
+        second.script("bad", [.hold])
+        second.script("good", [.hold])
+        let afterOneCrash = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), fake: second, reusing: first.directory, crashed: true)
+        #expect(await afterOneCrash.job(bad)?.state == .running || second.snapshot.started.count == 1)
+        #expect(await afterOneCrash.waitForStarts(1))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(second.snapshot.started == ["bad"], "suspects run alone, in queue order")
+        #expect(second.snapshot.maxRunning == 1)
+        afterOneCrash.journal.close()  // "bad" takes the daemon down again
+
+        let third = FakeTransfer()
+        let afterTwoCrashes = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), fake: third, reusing: first.directory, crashed: true)
+        #expect(await afterTwoCrashes.wait(bad, .failed))
+        let failed = await afterTwoCrashes.job(bad)
+        #expect(failed?.error?.code == "crash")
+        #expect(await afterTwoCrashes.wait(good, .completed), "the rest of the queue runs")
+        #expect(third.snapshot.started == ["good"])
+        await afterTwoCrashes.stop()
+    }
+
+    /// Killed (SIGKILL, a power cut) rather than crashed: the running jobs resume as before, all at
+    /// once, and no crash is counted against them.
+    @Test func aKillIsNotCountedAgainstTheRunningJobs() async throws {
+        let holding = FakeTransfer()
+        holding.script("a", [.hold])
+        holding.script("b", [.hold])
+        let first = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 4), fake: holding)
+        let a = try await first.add("a")
+        let b = try await first.add("b")
+        #expect(await first.waitUntilUploading("a"))
+        #expect(await first.waitUntilUploading("b"))
+        first.journal.close()
+        // Both resume at once: each holds until the other has started too.
+        let resumed = FakeTransfer()
+        resumed.script("a", [.hold])
+        resumed.script("b", [.hold])
+        let after = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), fake: resumed, reusing: first.directory)
+        #expect(await after.waitUntilUploading("a"), "no isolation after a mere kill")
+        #expect(await after.waitUntilUploading("b"), "no isolation after a mere kill")
+        resumed.release("a")
+        resumed.release("b")
+        #expect(await after.wait(a, .completed))
+        #expect(await after.wait(b, .completed))
+        #expect(
+            await after.job(a)?.history?.contains { $0.message.contains("interrupted (killed, or a power cut)") }
+                == true)
+        await after.stop()
+    }
+}
+
+@Suite("Scheduler: priority, retry and --all", .serialized)
+struct SchedulerQueueVerbTests {
+    @Test func aNewPriorityReordersTheQueueAndSurvivesARestart() async throws {
+        let fake = FakeTransfer()
+        fake.script("first.bin", [.hold])
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 1), fake: fake)
+        let first = try await harness.add("first.bin")
+        #expect(await harness.waitUntilUploading("first.bin"))
+        let early = try await harness.add("early.bin")
+        let late = try await harness.add("late.bin")
+        let raised = try await harness.scheduler.setPriority(late, to: 5)
+        #expect(raised.priority == 5)
+        #expect(await harness.scheduler.ready.orderedIDs == [late, early])
+        await #expect(throws: RPCError.self) { _ = try await harness.scheduler.setPriority(late, to: 1001) }
+        await harness.stop()
+
+        let again = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 1), fake: FakeTransfer(), reusing: harness.directory)
+        #expect(await again.wait(first, .completed))
+        #expect(await again.wait(late, .completed))
+        #expect(await again.wait(early, .completed))
+        let order = again.fake.started
+        #expect(order.firstIndex(of: "late.bin")! < order.firstIndex(of: "early.bin")!, "\(order)")
+        #expect(await again.job(late)?.history?.contains { $0.message == "priority 0 → 5" } == true)
+        await again.stop()
+    }
+
+    @Test func retryRestartsFailedJobsOnlyAndAllNarrowsByState() async throws {
+        let fake = FakeTransfer()
+        fake.script("broken.bin", [.fail(.source("gone")), .succeed])
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(), fake: fake)
+        let broken = try await harness.add("broken.bin")
+        let fine = try await harness.add("fine.bin")
+        #expect(await harness.wait(broken, .failed))
+        #expect(await harness.wait(fine, .completed))
+        let retried = try await harness.scheduler.performEach(.retry, selection: JobSelection(all: true))
+        #expect(retried.jobs.map(\.id) == [broken])
+        #expect(await harness.wait(broken, .completed))
+        // remove --all --state completed empties the list of what is done, and nothing else.
+        let paused = try await harness.add("kept.bin")
+        _ = try await harness.perform(.pause, paused)
+        let removed = try await harness.scheduler.performEach(
+            .remove, selection: JobSelection(all: true, states: [.completed]))
+        #expect(Set(removed.jobs.map(\.id)) == [broken, fine])
+        #expect(await harness.scheduler.store.jobs.keys.sorted() == [paused])
+        await #expect(throws: RPCError.self) {
+            _ = try await harness.scheduler.performEach(
+                .cancel, selection: JobSelection(ids: [paused], states: [.paused]))
+        }
+        do {
+            _ = try await harness.perform(.retry, paused)
+            Issue.record("retry of a paused job passed")
+        } catch {
+            #expect("\(error)".contains("resume a paused one"), "\(error)")
+        }
+        await harness.stop()
+    }
+
+    @Test func moveTakesAJobToTheTopBottomOrNextToAnotherAndTheOrderSurvivesARestart() async throws {
+        let fake = FakeTransfer()
+        fake.script("busy.bin", [.hold])
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 1), fake: fake)
+        _ = try await harness.add("busy.bin")
+        #expect(await harness.waitUntilUploading("busy.bin"))
+        var ids: [JobID] = []
+        for name in ["a", "b", "c", "d"] { ids.append(try await harness.add(name)) }
+        let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3])
+        func order() async -> [JobID] { await harness.scheduler.ready.orderedIDs }
+        #expect(await order() == [a, b, c, d])
+        _ = try await harness.scheduler.move(MoveParams(id: d, top: true))
+        #expect(await order() == [d, a, b, c])
+        _ = try await harness.scheduler.move(MoveParams(id: d, bottom: true))
+        #expect(await order() == [a, b, c, d])
+        _ = try await harness.scheduler.move(MoveParams(id: c, before: a))
+        #expect(await order() == [c, a, b, d])
+        _ = try await harness.scheduler.move(MoveParams(id: c, after: b))
+        #expect(await order() == [a, b, c, d])
+        // A job moved next to one of another priority takes that priority.
+        _ = try await harness.scheduler.setPriority(a, to: 7)
+        let moved = try await harness.scheduler.move(MoveParams(id: d, after: a))
+        #expect(moved.priority == 7)
+        #expect(await order() == [a, d, b, c])
+        // Forty moves into the same gap use it up: the ranks are spaced again, the order holds.
+        for _ in 0..<20 {
+            _ = try await harness.scheduler.move(MoveParams(id: b, after: a))
+            _ = try await harness.scheduler.move(MoveParams(id: d, after: a))
+        }
+        #expect(await order() == [a, d, b, c])
+        // Paused jobs keep their place; a running one has none to move.
+        _ = try await harness.perform(.pause, c)
+        _ = try await harness.scheduler.move(MoveParams(id: c, top: true))
+        await #expect(throws: RPCError.self) {
+            _ = try await harness.scheduler.move(MoveParams(id: JobID(1), top: true))
+        }
+        await #expect(throws: RPCError.self) {
+            _ = try await harness.scheduler.move(MoveParams(id: a, top: true, bottom: true))
+        }
+        await harness.stop()
+
+        // Replayed from the journal: c (moved to the top while paused), then a, d, b.
+        let again = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 1), fake: FakeTransfer(defaultStep: .hold),
+            reusing: harness.directory, start: false)
+        let waiting = await again.scheduler.store.jobs.values.filter { [a, b, c, d].contains($0.id) }
+            .sorted { QueuePlace.startsBefore(($0.id, $0.place), ($1.id, $1.place)) }.map(\.id)
+        #expect(waiting == [c, a, d, b], "\(waiting)")
+        await again.stop()
+    }
+}
+
+@Suite("Scheduler: the bandwidth limit")
+struct SchedulerBandwidthLimitTests {
+    @Test func theLimitIsKeptInTheStateDirectoryAndReachesTheTransfers() async throws {
+        let directory = try TemporaryDirectory("uploadd-limit")
+        let file = BandwidthLimitFile(stateDirectory: directory.path)
+        #expect(file.load() == nil)
+        try file.save(5 << 20)
+        #expect(file.load() == 5 << 20)
+        #expect(try String(contentsOfFile: file.path, encoding: .utf8) == "5242880\n")
+        try file.save(nil)
+        #expect(file.load() == nil)
+        try file.save(nil)  // none twice is fine
+        _ = try directory.write("bandwidth-limit", "lots\n")
+        #expect(file.load() == nil, "a file that does not say a number is no limit")
     }
 }

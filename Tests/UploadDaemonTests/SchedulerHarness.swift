@@ -1,17 +1,17 @@
 import Foundation
+import Synchronization
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
 /// A scheduler wired to a real journal, snapshot cache and event hub in a temp directory, with a
 /// `FakeTransfer` in place of the network.
 final class SchedulerHarness: Sendable {
-    /// One libcurl client for every test: the fake never uses it, but the scheduler needs one.
-    static let http: HTTPClient = {
-        HTTPClient.globalInit()
-        return HTTPClient()
-    }()
+    /// The scheduler's HTTP seam: `FakeTransfer` stands in for every transfer, so nothing may
+    /// reach the network (no libcurl is started).
+    static let http = NoHTTP()
 
     let directory: TemporaryDirectory
     let journal: Journal
@@ -23,7 +23,9 @@ final class SchedulerHarness: Sendable {
 
     init(
         config: DaemonConfig = DaemonConfig(), fake: FakeTransfer = FakeTransfer(), reusing: TemporaryDirectory? = nil,
-        start: Bool = true
+        start: Bool = true, crashed: Bool = false,
+        reachability: @escaping @Sendable (String, Bool) async -> Reachability.Answer = { _, _ in .reachable },
+        clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:]
     ) async throws {
         directory = try reusing ?? TemporaryDirectory("uploadd-scheduler")
         try FileOps.makeDirectory(directory.path + "/state")
@@ -31,11 +33,15 @@ final class SchedulerHarness: Sendable {
         snapshots = SnapshotCache(cacheDirectory: directory.path + "/cache")
         try snapshots.prepare()
         self.fake = fake
+        let now: @Sendable () -> Date
+        if let clock { now = { clock.now } } else { now = { Date() } }
         scheduler = Scheduler(
             replayed: replay.state, config: config,
             dependencies: Scheduler.Dependencies(
                 journal: journal, http: Self.http, snapshots: snapshots, events: events, environment: [:],
-                makeTransfer: { _, _ in fake }))
+                reachability: reachability, makeTransfer: { _, _ in fake }, now: now,
+                preparationSteps: preparationSteps),
+            crashed: crashed)
         if start { await scheduler.start() }
     }
 
@@ -45,18 +51,23 @@ final class SchedulerHarness: Sendable {
         config.retry.baseDelay = .milliseconds(10)
         config.retry.maxDelay = .milliseconds(50)
         config.retry.maxAttempts = attempts
+        config.retry.maxDuration = .zero
         return config
     }
 
     /// Adds a real temp file named `name`, to a `file://` destination in the temp directory.
-    func add(_ name: String, priority: Int = 0, token: String? = nil, snapshot: SnapshotMode? = nil) async throws
-        -> JobID
-    {
+    func add(
+        _ name: String, priority: Int = 0, token: String? = nil, snapshot: SnapshotMode? = nil,
+        destination: String? = nil,
+        protocol uploadProtocol: UploadProtocol? = nil, image: String? = nil
+    ) async throws -> JobID {
         let path = try directory.write("src/" + name, "the content of \(name)\n")
-        var params = AddParams(source: path, destination: "file://\(directory.path)/out/")
+        var params = AddParams(source: path, destination: destination ?? "file://\(directory.path)/out/")
+        params.protocol = uploadProtocol
         params.priority = priority
         params.clientToken = token
         params.snapshot = snapshot
+        params.image = image
         return try await scheduler.add(params).id
     }
 
@@ -97,5 +108,23 @@ final class SchedulerHarness: Sendable {
     func stop() async {
         await scheduler.shutdown()
         journal.close()
+    }
+}
+
+/// The time of day, which a test can move forward: hours of a retry budget pass at once. Between
+/// jumps it runs with the real clock, because the scheduler's timers wait in real time.
+final class TestClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+
+    func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+}
+
+/// An HTTP seam that fails every request: for tests in which no request may be sent.
+struct NoHTTP: HTTPSending {
+    func send(_ request: HTTPRequest, meter: ProgressMeter?) async throws -> HTTPResponse {
+        Issue.record("a scheduler test sent \(request.method) \(request.url)")
+        throw TransferFailure.network("no network in scheduler tests")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 

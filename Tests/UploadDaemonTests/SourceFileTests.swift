@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -84,7 +85,7 @@ struct SourceFileTests {
     @Test func aBodyHandsOverItsLastBytesOnlyWhileTheFileIsUnchanged() throws {
         let (path, snapshot) = try original()
         let file = try SourceFile(snapshot: snapshot, displayPath: path)
-        let reader = BodyReader(.file(FileRegion(file: file, offset: 0, length: 10)), meter: nil)
+        let reader = BodyReader(.file(FileRegion(file: file, offset: 0, length: 10)))
         var buffer = [UInt8](repeating: 0, count: 16)
         #expect(buffer.withUnsafeMutableBytes { reader.read(into: $0.baseAddress!, capacity: 6) } == 6)
         var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
@@ -94,13 +95,39 @@ struct SourceFileTests {
         #expect(reader.readError?.error.message.contains("\(path) changed since it was added") == true)
     }
 
-    @Test func aCopyIsCheckedBySizeOnly() throws {
+    @Test func aCopyIsCheckedByItsOwnIdentityNotTheOriginals() throws {
         let path = try directory.write("c.txt", "0123456789")
         let snapshot = try cache.snapshot(source: path, id: JobID(2), mode: .copy)
+        #expect(snapshot.cachedCopy != nil)
         try directory.write("c.txt", "the original may change: the copy is what we send")
         let file = try SourceFile(snapshot: snapshot, displayPath: path)
         try file.verifyUnchanged()
         #expect(truncate(snapshot.path, 3) == 0)
-        expectChanged { try file.verifyUnchanged() }
+        let error = #expect(throws: TransferFailure.self) { try file.verifyUnchanged() }
+        #expect(error?.error.message.contains("was replaced or changed") == true)
+    }
+
+    /// Someone who could write to the cache puts a file of the same size in the copy's place: it
+    /// is not uploaded.
+    @Test func aCopyReplacedByAnotherFileOfTheSameSizeIsRefused() throws {
+        let path = try directory.write("d.txt", "0123456789")
+        let snapshot = try cache.snapshot(source: path, id: JobID(3), mode: .copy)
+        let impostor = try directory.write("impostor", "9876543210")
+        // The copy lives in a private folder only the user and root can write, so the check is
+        // the durable mtime (inodes change across remounts on FUSE): an impostor written in the
+        // same clock tick by the user's own uid is out of reach and out of scope.
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, impostor, &times, 0) == 0)
+        #expect(rename(impostor, snapshot.path) == 0)
+        let error = #expect(throws: TransferFailure.self) { try SourceFile(snapshot: snapshot, displayPath: path) }
+        #expect(error?.error.message.contains("was replaced or changed") == true)
+    }
+
+    @Test func aSymlinkInPlaceOfACopyIsNeverFollowed() throws {
+        let path = try directory.write("e.txt", "0123456789")
+        let snapshot = try cache.snapshot(source: path, id: JobID(4), mode: .copy)
+        #expect(unlink(snapshot.path) == 0)
+        #expect(symlink(path, snapshot.path) == 0)
+        #expect(throws: TransferFailure.self) { try SourceFile(snapshot: snapshot, displayPath: path) }
     }
 }

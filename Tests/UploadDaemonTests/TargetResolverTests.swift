@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 
@@ -45,11 +46,11 @@ struct TargetResolverTests {
 
     @Test func autoOverHTTPProbesThenSettles() throws {
         var target = try resolve(Self.job("https://h/dir/"))
-        #expect(target.probeForTus, "auto over http asks the server whether it speaks tus")
+        #expect(target.needsProbe, "auto over http asks the server whether it speaks tus")
         #expect(target.url == "https://h/dir/", "the name is appended only once PUT is chosen")
         var tus = target
         tus.settle(.tus)
-        #expect(tus.uploadProtocol == .tus && tus.url == "https://h/dir/" && !tus.probeForTus)
+        #expect(tus.uploadProtocol == .tus && tus.url == "https://h/dir/" && !tus.needsProbe)
         target.settle(.put)
         #expect(target.uploadProtocol == .put)
         #expect(target.url == "https://h/dir/a.bin")
@@ -59,7 +60,7 @@ struct TargetResolverTests {
         var job = Self.job("https://h/dir/")
         job.resolvedProtocol = .tus
         let target = try resolve(job)
-        #expect(!target.probeForTus)
+        #expect(!target.needsProbe)
         #expect(target.uploadProtocol == .tus)
         #expect(target.url == "https://h/dir/")
     }

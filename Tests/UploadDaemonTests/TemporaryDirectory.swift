@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import UploadCore
+import UploadWire
 
 @testable import UploadDaemon
 

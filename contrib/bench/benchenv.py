@@ -16,9 +16,10 @@ SERVERS_VENV = REPO / ".build" / "venv"
 REQUIREMENTS = Path(__file__).resolve().parent / "requirements.txt"
 RELEASE = REPO / ".build" / "release"
 
-# Debian packages: the test servers' (nginx with WebDAV, python3-venv), the peers', and optional tools.
+# Debian packages: the test servers' (nginx with WebDAV, python3-venv), the peers' (libvips-tools:
+# vipsthumbnail and the photos; imagemagick: mogrify), and optional tools.
 REQUIRED_DEBS = ["nginx", "libnginx-mod-http-dav-ext", "python3", "python3-venv", "curl", "rclone", "iperf3",
-                 "coreutils", "procps"]
+                 "coreutils", "procps", "libvips-tools", "imagemagick"]
 OPTIONAL_DEBS = ["hyperfine"]
 
 
@@ -102,7 +103,7 @@ def setup(build: bool) -> None:
     ensure_bench_venv()
     if build:
         build_release()
-    for binary in ("uploadd", "uploadctl"):
+    for binary in ("uploadd", "uploadctl", "uploadd-image"):
         if not (RELEASE / binary).exists():
             raise SetupError(f"no {RELEASE / binary}: run without --no-build")
 

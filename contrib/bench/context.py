@@ -16,10 +16,12 @@ SERVERS_PY = REPO / "contrib" / "test" / "servers.py"
 
 FULL = {"big": GIB, "small_count": 2000, "small_size": 64 << 10, "tus_size": 256 * MIB, "tus_chunk": 8 * MIB,
         "s3_size": GIB, "s3_chunk": 8 * MIB, "adds": 10_000, "batch": 500, "journal_jobs": 100_000,
-        "huge": 4 * GIB, "idle_seconds": 60, "status_runs": 50, "iperf_seconds": 5}
+        "huge": 4 * GIB, "idle_seconds": 60, "status_runs": 50, "iperf_seconds": 5,
+        "life_rounds": 20, "life_jobs": 3000, "life_queue": 100_000, "photos": 100}
 QUICK = {"big": 8 * MIB, "small_count": 50, "small_size": 64 << 10, "tus_size": 8 * MIB, "tus_chunk": 2 * MIB,
          "s3_size": 16 * MIB, "s3_chunk": 8 * MIB, "adds": 1000, "batch": 500, "journal_jobs": 5000,
-         "huge": 32 * MIB, "idle_seconds": 5, "status_runs": 10, "iperf_seconds": 1}
+         "huge": 32 * MIB, "idle_seconds": 5, "status_runs": 10, "iperf_seconds": 1,
+         "life_rounds": 3, "life_jobs": 300, "life_queue": 3000, "photos": 4}
 
 
 def human_size(n: int) -> str:

@@ -10,7 +10,7 @@ import measure
 import transfers
 from benchenv import log
 from context import MIB, Bench, human_size, row, values
-from daemon import UPLOADCTL, Uploadd
+from daemon import UPLOADCTL, Uploadd, fresh_uploadd
 
 # A queue that does not drain: one transfer at a time, 1 KiB/s, and a 64 MiB "blocker" job in it,
 # so every job added after it stays queued (and costs no upload while adds are measured).
@@ -143,14 +143,9 @@ def restart(b: Bench) -> dict:
 
 def memory(b: Bench) -> dict:
     def idle(i):
-        d = Uploadd(b.dir / "idle", b.registry, "")
-        d.wipe()
-        d.start()
-        try:
+        with fresh_uploadd(b.dir / "idle", b.registry) as d:
             time.sleep(1.0)
             return {"rss_mib": measure.status_kib(d.pid, "VmRSS") / 1024}
-        finally:
-            d.stop()
 
     raw_idle, failed_idle = b.alternate([("uploadd", idle)])
     if "put_big" not in b.memo:
@@ -183,16 +178,11 @@ def idle_cost(b: Bench) -> dict:
     seconds = b.size["idle_seconds"]
 
     def one(i):
-        d = Uploadd(b.dir / "idle", b.registry, "")
-        d.wipe()
-        d.start()
-        try:
+        with fresh_uploadd(b.dir / "idle", b.registry) as d:
             time.sleep(IDLE_SETTLE)  # past start-up: libdispatch ends its spare worker threads after ~5 s
             ticks_before = d.cpu()
             watched = measure.watch_threads(d.pid, seconds)
             ticks_s = d.cpu() - ticks_before
-        finally:
-            d.stop()
         return {**watched, "cpu_percent": watched["cpu_ns"] / 1e9 / seconds * 100, "cpu_ticks_s": ticks_s,
                 "wakeups_per_s": watched["runs"] / seconds}
 

@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import measure
@@ -37,6 +38,8 @@ class Uploadd:
         self.log = home / "uploadd.log"
         self.proc: subprocess.Popen | None = None
         home.mkdir(parents=True, exist_ok=True)
+        # The socket's folder: uploadd refuses one that lets group or others in.
+        home.chmod(0o700)
         self.config.write_text(config)
         if len(str(self.socket)) > 100:
             raise DaemonError(f"socket path {self.socket} is too long for a Unix socket; move the repo")
@@ -105,6 +108,18 @@ class Uploadd:
 
     def rpc(self) -> "Rpc":
         return Rpc(self.socket)
+
+
+@contextmanager
+def fresh_uploadd(home: Path, registry: measure.Registry, config: str = ""):
+    """A daemon under `home` with its state wiped, started; stopped however the block ends."""
+    d = Uploadd(home, registry, config)
+    d.wipe()
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
 
 
 class RpcError(Exception):

@@ -73,6 +73,12 @@ def stat_fields(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+def children_cpu_seconds(pid: int) -> float:
+    """User + system seconds of the children `pid` has waited for (cutime + cstime of /proc/PID/stat)."""
+    fields = stat_fields(pid)
+    return (int(fields[13]) + int(fields[14])) / CLK_TCK
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process, all its threads, in seconds (clock-tick resolution)."""
     fields = stat_fields(pid)

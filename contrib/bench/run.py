@@ -2,10 +2,15 @@
 """uploadd's benchmark suite: every scenario of issue 6 side by side with its peer, in one command.
 
     python3 contrib/bench/run.py [--quick] [--runs N] [--only 1,3] [--out contrib/bench/RESULTS.md] [--no-build]
+                                 [--strict]
 
 Installs what it needs, builds uploadd (release), starts its own servers and daemons on 127.0.0.1,
 runs each scenario's contenders alternately N times, writes a markdown table and JSON beside it,
 and stops everything it started, also on failure or Ctrl-C. See contrib/bench/README.md.
+
+Exit status: 0; 1 when setup failed; 2 when a scenario broke, or a measurement of uploadd's (or
+uploadctl's) is missing: its run failed, or the server did not end up with the bytes it was sent;
+3 with --strict when a target is missed (or cannot be judged); 130 when interrupted.
 """
 
 import argparse
@@ -23,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchenv  # noqa: E402
 import control  # noqa: E402
+import images  # noqa: E402
+import longlife  # noqa: E402
 import measure  # noqa: E402
 import report  # noqa: E402
 import transfers  # noqa: E402
@@ -40,8 +47,10 @@ SCENARIOS = [
     ("7", control.memory),
     ("8", control.idle_cost),
     ("9", control.status_time),
+    ("10", longlife.long_life),
+    ("11", images.image_prep),
 ]
-WITHOUT_SERVERS = {"8", "9"}
+WITHOUT_SERVERS = {"8", "9", "10"}
 
 
 class Interrupted(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
@@ -56,11 +65,13 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and 1 run each (a smoke run, ~1 min)")
     parser.add_argument("--runs", type=int, help="runs per contender (default 5, --quick 1)")
-    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 9")
+    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 11")
     parser.add_argument("--out", type=Path,
                         help="the markdown table; the JSON goes beside it (default: contrib/bench/RESULTS.md for "
                              "a full run of every scenario, else .build/bench-results/RESULTS.md)")
     parser.add_argument("--no-build", action="store_true", help="use .build/release as it is")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail (exit 3) when a target is missed, too; `make bench` runs with it")
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 5)
     if args.runs < 1:
@@ -94,6 +105,32 @@ def notes(results: dict) -> None:
         if read:
             line += f"; the source reads at {read['median'] / loopback['median']:.1f}× loopback speed"
         put.setdefault("notes", []).append(line + ".")
+
+
+def ours(name: str | None) -> bool:
+    return bool(name) and name.split()[0].rstrip(",") in ("uploadd", "uploadctl")
+
+
+def verdict(results: dict) -> tuple[list[str], list[str]]:
+    """What fails the run: measurements of uploadd's that are missing (its run raised: a failed
+    upload, or a server holding other than the bytes sent), and targets missed or not judged."""
+    missing, missed = [], []
+    for sc in results["scenarios"]:
+        for r in sc.get("rows", []):
+            where = f"scenario {sc['id']}, {r['metric']}"
+            for who, why, got in ((r["subject"], r["not_run"], r["values"]),
+                                  (r["peer"], r["peer_not_run"], r["peer_values"])):
+                if ours(who) and (why or not got):
+                    missing.append(f"{where}: {who}: {' '.join((why or 'no measurement').split())[:300]}")
+            if r["check"] and r["met"] is not True:
+                got = []
+                if r.get("summary"):
+                    got.append(f"median {report.number(r['summary']['median'])} {r['unit']}".rstrip())
+                if r.get("ratio") is not None:
+                    got.append(f"{r['ratio']:.2f}× {r['peer']}")
+                state = "missed" if r["met"] is False else "not judged"
+                missed.append(f"{where}: target {r['target']} {state}" + (f" ({', '.join(got)})" if got else ""))
+    return missing, missed
 
 
 def main(argv=None) -> int:
@@ -169,6 +206,17 @@ def main(argv=None) -> int:
                         said.add((sc["id"], who, why))
                         log(f"scenario {sc['id']}, {r['metric']}: {who} not run: {' '.join(why.split())[:300]}")
         log(f"wrote {out} and {out.with_suffix('.json')} in {results['seconds']:.0f} s")
+        missing, missed = verdict(results)
+        if missing:
+            log(f"FAILED: {len(missing)} measurement(s) of uploadd missing:")
+            for line in missing:
+                log(f"  {line}")
+            status = status or 2
+        if args.strict and missed:
+            log(f"FAILED (--strict): {len(missed)} target(s) missed:")
+            for line in missed:
+                log(f"  {line}")
+            status = status or 3
     return status
 
 

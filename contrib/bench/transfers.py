@@ -178,6 +178,11 @@ def tus(b: Bench) -> dict:
     def uploadd(i):
         result = b.uploadd_run([str(source), "--to", url, "--protocol", "tus", "--chunk-size", str(chunk),
                                 "--snapshot", "none"])
+        # The store holds only this run's upload (server_share empties it after each run).
+        stored = sorted(entry.stat().st_size for entry in os.scandir(store)
+                        if entry.is_file(follow_symlinks=False) and not entry.name.endswith(".info"))
+        if stored != [size]:
+            raise RuntimeError(f"the tus server holds uploads of {stored} bytes, not one of {size}")
         return {**result, "mibps": throughput(size, result["wall"])}
 
     raw, failed = b.alternate([("tuspy", server_share(tuspy)), ("uploadd", server_share(uploadd))])
@@ -211,11 +216,22 @@ def s3(b: Bench) -> dict:
         measure.run([aws, "s3", "rm", f"s3://{bucket}/bench/", "--recursive", "--only-show-errors",
                      "--endpoint-url", endpoint], env=env)
 
-    def with_server(fn):
+    def with_server(fn, stored_key=None):
+        """Measures the server's CPU over `fn`; then, given the key `fn` uploaded to, checks that
+        the object holds `size` bytes (outside the measured span), and empties the bucket."""
         def measured(i):
             before = measure.group_cpu_seconds(pgid)
             result = fn(i)
             result["server_cpu"] = measure.group_cpu_seconds(pgid) - before
+            if stored_key:
+                head = measure.run([aws, "s3api", "head-object", "--bucket", bucket, "--key", stored_key(i),
+                                    "--endpoint-url", endpoint], env=env)
+                try:
+                    stored = json.loads(head.stdout)["ContentLength"]
+                except (ValueError, KeyError):
+                    raise RuntimeError(f"s3://{bucket}/{stored_key(i)} is not there: {head.stderr[-300:]}") from None
+                if stored != size:
+                    raise RuntimeError(f"s3://{bucket}/{stored_key(i)} holds {stored} bytes, not {size}")
             clean()
             return result
         return measured
@@ -230,7 +246,8 @@ def s3(b: Bench) -> dict:
                                 "--snapshot", "none"])
         return {**result, "mibps": throughput(size, result["wall"])}
 
-    raw, failed = b.alternate([("aws", with_server(awscli)), ("uploadd", with_server(uploadd))])
+    raw, failed = b.alternate([("aws", with_server(awscli)),
+                               ("uploadd", with_server(uploadd, stored_key=lambda i: f"bench/ud-{i}/s3.bin"))])
     b.drop_file("s3.bin")
     common = {"peer": "aws s3 cp", "not_run": failed.get("uploadd"), "peer_not_run": failed.get("aws")}
     return {"title": f"one {human_size(size)} file, S3 multipart to SeaweedFS, parts of {human_size(chunk)}",

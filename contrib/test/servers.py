@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Start and stop the real servers the integration tests upload to.
 
-    python3 contrib/test/servers.py start [--dir DIR]   # stop leftovers, start all, write DIR/servers.env
+    python3 contrib/test/servers.py start [--dir DIR] [--only NAME]...   # stop leftovers, start all (or
+                                                        # the named ones), write DIR/servers.env
     python3 contrib/test/servers.py stop  [--dir DIR]   # SIGTERM, then SIGKILL after 5 s (SeaweedFS: at
                                                         # once); exits 0 if none ran
     python3 contrib/test/servers.py env   [--dir DIR]   # print DIR/servers.env
@@ -9,12 +10,20 @@
 DIR defaults to <repo>/.build/test-servers. Every server listens on 127.0.0.1 only, on a free port,
 runs in its own process group (its pid and start time in DIR/pids/NAME.pid) and logs to
 DIR/logs/NAME.log. `start` wipes the data the previous run left (DIR/nginx, DIR/nginx-tls, DIR/receiver,
-DIR/tus, DIR/seaweed, DIR/logs) so a test never passes on a stale file. The TLS nginx gets a fresh
-private CA (openssl) on every start: DIR/nginx-tls/ca.pem, exported as UPLOADD_TEST_TLS_CA.
+DIR/tus, DIR/seaweed, DIR/dav2, DIR/logs) so a test never passes on a stale file. The TLS nginx gets a
+fresh private CA (openssl) on every start: DIR/nginx-tls/ca.pem, exported as UPLOADD_TEST_TLS_CA. The
+reference receiver gets a fresh random token (DIR/receiver/token), exported as UPLOADD_TEST_RECEIVER_TOKEN.
 
-The Python servers (tus, S3) run from the virtual environment <repo>/.build/venv, which `start`
-makes with `python3 -m venv` (Debian: python3-venv) and fills from contrib/test/requirements.txt;
-a stamp file in it skips pip while that file is unchanged.
+The second WebDAV server, which is not nginx, is WsgiDAV under cheroot (contrib/test/dav2_app.py),
+with RFC 4918 rules: 409 for a PUT into a missing folder, MKCOL one folder at a time. Both its shares
+take Basic auth (UPLOADD_TEST_DAV2_USER, UPLOADD_TEST_DAV2_PASSWORD): UPLOADD_TEST_DAV2_URL, a normal
+writable share whose files are UPLOADD_TEST_DAV2_ROOT, and UPLOADD_TEST_DAV2_NOMKCOL_URL (files in
+UPLOADD_TEST_DAV2_NOMKCOL_ROOT), which answers MKCOL with 403 but takes PUTs into folders that
+exist (make them on disk).
+
+The Python servers (tus, S3, the second WebDAV server) run from the virtual environment
+<repo>/.build/venv, which `start` makes with `python3 -m venv` (Debian: python3-venv) and fills from
+contrib/test/requirements.txt; a stamp file in it skips pip while that file is unchanged.
 
 Adding a server is one function in SERVERS: take the directory, `spawn` the process, `wait_for` it to
 answer, and return its servers.env entries.
@@ -29,6 +38,7 @@ import http.client
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -42,6 +52,7 @@ HOST = "127.0.0.1"
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 5.0
 AUTH_USER, AUTH_PASSWORD = "uploader", "s3cret-pass"
+DAV2_USER, DAV2_PASSWORD = "dav2-uploader", "dav2-s3cret"
 DAV_EXT_MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
 VENV = REPO / ".build" / "venv"
 REQUIREMENTS = REPO / "contrib" / "test" / "requirements.txt"
@@ -330,13 +341,27 @@ def start_nginx_tls(d: Path) -> dict[str, str]:
 
 
 def start_receiver(d: Path) -> dict[str, str]:
+    """The reference receiver, with a fresh random token that every request must carry (in a 0600
+    file, not on its command line where ps would show it)."""
     files = d / "receiver" / "files"
     files.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_hex(16)
+    token_file = d / "receiver" / "token"
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
     script = REPO / "contrib" / "receiver" / "receiver.py"
-    proc = spawn(d, "receiver", [sys.executable, str(script), "--host", HOST, "--port", "0", "--dir", str(files)])
+    proc = spawn(d, "receiver", [sys.executable, str(script), "--host", HOST, "--port", "0", "--dir", str(files),
+                                 "--token-file", str(token_file)])
     listening = re.compile(r"listening on http://[^\s:]+:(\d+)")
     match = wait_for(d, "receiver", proc, lambda: listening.search((d / "logs" / "receiver.log").read_text()))
-    return {"UPLOADD_TEST_RECEIVER_URL": f"http://{HOST}:{match[1]}", "UPLOADD_TEST_RECEIVER_DIR": str(files)}
+    port = int(match[1])
+    for headers, want in (({}, 401), ({"Authorization": f"Bearer {token}"}, 200)):
+        if (answer := http_request(port, "GET", "/stats", headers)) is None or answer[0] != want:
+            raise ServerError(f"the receiver answered GET /stats {'with' if headers else 'without'} its token with "
+                              f"{answer and answer[0]}, not {want} (see {d}/logs/receiver.log)")
+    return {"UPLOADD_TEST_RECEIVER_URL": f"http://{HOST}:{port}", "UPLOADD_TEST_RECEIVER_DIR": str(files),
+            "UPLOADD_TEST_RECEIVER_TOKEN": token}
 
 
 def start_tus(d: Path) -> dict[str, str]:
@@ -410,8 +435,37 @@ def start_seaweed(d: Path) -> dict[str, str]:
             "UPLOADD_TEST_S3_REGION": S3_REGION}
 
 
+def start_dav2(d: Path) -> dict[str, str]:
+    """WsgiDAV (contrib/test/dav2_app.py): the share /dav in DIR/dav2/dav, and /nomkcol in DIR/dav2/nomkcol
+    where MKCOL is refused. The password reaches it in its environment, not on its command line."""
+    root = d / "dav2"
+    for share in ("dav", "nomkcol"):
+        (root / share).mkdir(parents=True, exist_ok=True)
+    proc = spawn(d, "dav2", [str(VENV / "bin" / "python"), str(REPO / "contrib" / "test" / "dav2_app.py"),
+                             "--host", HOST, "--port", "0", "--dir", str(root)],
+                 env={"UPLOADD_TEST_DAV2_USER": DAV2_USER, "UPLOADD_TEST_DAV2_PASSWORD": DAV2_PASSWORD})
+    listening = re.compile(r"^listening on http://[^\s:]+:(\d+)$", re.M)
+    match = wait_for(d, "dav2", proc, lambda: listening.search((d / "logs" / "dav2.log").read_text()))
+    port = int(match[1])
+    basic = {"Authorization": "Basic " + base64.b64encode(f"{DAV2_USER}:{DAV2_PASSWORD}".encode()).decode()}
+    # The behaviour the tests rely on, none of which leaves a file behind.
+    for method, path, headers, want in (("PROPFIND", "/dav/", {"Depth": "0"}, 401),
+                                        ("PROPFIND", "/dav/", {"Depth": "0", **basic}, 207),
+                                        ("PROPFIND", "/nomkcol/", {"Depth": "0", **basic}, 207),
+                                        ("PUT", "/dav/.no-such-folder/probe", basic, 409),
+                                        ("MKCOL", "/nomkcol/.probe", basic, 403)):
+        if (answer := http_request(port, method, path, headers)) is None or answer[0] != want:
+            auth = "with" if "Authorization" in headers else "without"
+            raise ServerError(f"WsgiDAV answered {method} {path} {auth} its password with {answer and answer[0]}, "
+                              f"not {want} (see {d}/logs/dav2.log)")
+    url = f"http://{HOST}:{port}"
+    return {"UPLOADD_TEST_DAV2_URL": f"{url}/dav", "UPLOADD_TEST_DAV2_ROOT": str(root / "dav"),
+            "UPLOADD_TEST_DAV2_USER": DAV2_USER, "UPLOADD_TEST_DAV2_PASSWORD": DAV2_PASSWORD,
+            "UPLOADD_TEST_DAV2_NOMKCOL_URL": f"{url}/nomkcol", "UPLOADD_TEST_DAV2_NOMKCOL_ROOT": str(root / "nomkcol")}
+
+
 SERVERS = [("nginx", start_nginx), ("nginx-tls", start_nginx_tls), ("receiver", start_receiver), ("tus", start_tus),
-           ("seaweed", start_seaweed)]
+           ("seaweed", start_seaweed), ("dav2", start_dav2)]
 
 
 def unix_socket_answers(path: Path) -> bool:
@@ -463,16 +517,21 @@ def stop(d: Path) -> None:
         ports_file.unlink()
 
 
-def start(d: Path) -> None:
-    ensure_venv()
+def start(d: Path, only: list[str] | None = None) -> None:
+    chosen = [(name, starter) for name, starter in SERVERS if not only or name in only]
+    unknown = set(only or []) - {name for name, _ in SERVERS}
+    if unknown:
+        raise ServerError(f"no server named {', '.join(sorted(unknown))} (there are: {', '.join(n for n, _ in SERVERS)})")
+    if any(name in ("tus", "seaweed", "dav2") for name, _ in chosen):
+        ensure_venv()
     stop(d)
-    for old in ("nginx", "nginx-tls", "receiver", "tus", "seaweed", "logs", "servers.env"):
+    for old in ("nginx", "nginx-tls", "receiver", "tus", "seaweed", "dav2", "logs", "servers.env"):
         shutil.rmtree(d / old) if (d / old).is_dir() else (d / old).unlink(missing_ok=True)
     for sub in ("logs", "pids"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     env = {}
     try:
-        for _, start_server in SERVERS:
+        for _, start_server in chosen:
             env.update(start_server(d))
     except BaseException:
         stop(d)
@@ -485,11 +544,13 @@ def main() -> int:
     parser.add_argument("command", choices=["start", "stop", "env"])
     parser.add_argument("--dir", type=Path, default=REPO / ".build" / "test-servers",
                         help="state directory (default: <repo>/.build/test-servers)")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="start only this server (repeatable), e.g. nginx inside a test's network namespace")
     args = parser.parse_args()
     d = args.dir.resolve()
     try:
         if args.command == "start":
-            start(d)
+            start(d, args.only)
             print((d / "servers.env").read_text(), end="")
         elif args.command == "stop":
             stop(d)

@@ -28,4 +28,50 @@ ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd,
 /// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ), or -1.
 int CShims_unsent_bytes(int fd);
 
+/// O_PATH, which glibc hides from Swift unless _GNU_SOURCE is set: an fd that names a file or
+/// directory for the *at() calls without opening it for reading.
+int CShims_open_path_flag(void);
+
+/// On a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS: a crash, a Swift
+/// trap, or systemd's watchdog abort), writes the signal's number to `path`, then lets the
+/// previous handler act. SIGKILL and power loss leave no marker: they are not the job's doing.
+/// Returns 0 or -1 with errno set.
+int CShims_install_crash_marker(const char *path);
+
+/// A NETLINK_ROUTE socket (non-blocking) subscribed to link, address and route changes: readable
+/// whenever the network changes. Returns the fd or -1 with errno set.
+int CShims_netlink_watch_socket(void);
+
+/// Asks the kernel (RTM_GETROUTE) which interface a packet to `address` (4 or 16 bytes of an
+/// AF_INET or AF_INET6 address) would leave through. 0 with `*interface_index` set, or -errno
+/// (-ENETUNREACH: no route).
+int CShims_route_interface(int family, const void *address, int *interface_index);
+
+/// 1 when the interface is up and running (IFF_UP and IFF_RUNNING: administratively up, with a
+/// carrier), 0 when not, -errno on error.
+int CShims_interface_is_up(int interface_index);
+
+/// Columns a character takes on a terminal (wcwidth in C.UTF-8): 2 for East Asian wide
+/// characters and most emoji, 0 for combining marks, -1 for control characters.
+int CShims_display_width(uint32_t scalar);
+
+/// mallopt(M_ARENA_MAX): glibc makes up to 8 heaps per core for the threads that allocate, and
+/// keeps what each one freed. Returns 0, or -1 when refused.
+int CShims_limit_malloc_arenas(int count);
+
+/// malloc_trim(0): gives the memory the heaps hold but no longer use back to the kernel.
+/// Returns 1 when some was given back.
+int CShims_trim_heap(void);
+
+/// Starts `path` as a helper: stdin, stdout and stderr from the given descriptors, no other open
+/// descriptor but `report_fd` as 3 (closed on exec), default signals, its own session, killed
+/// when the daemon dies (PR_SET_PDEATHSIG), no core dumps, and RLIMIT_AS / RLIMIT_CPU when > 0,
+/// all set before it runs a single instruction of its own. Returns the pid, or -1 when fork failed.
+/// When the child could not exec, it writes its errno (4 bytes) to `report_fd` and exits 127.
+pid_t CShims_spawn_limited(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd,
+                           int stderr_fd, int report_fd, long long memory_limit, long long cpu_seconds);
+
+/// pipe2 with O_CLOEXEC. Returns 0 or -1 with errno set.
+int CShims_pipe_cloexec(int fds[2]);
+
 #endif

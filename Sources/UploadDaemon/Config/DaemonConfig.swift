@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// A named destination from the config: `[remote NAME]`, used as `--to NAME:path`.
 struct RemoteConfig: Sendable, Equatable {
@@ -36,26 +37,48 @@ struct RemoteConfig: Sendable, Equatable {
     var multipartThreshold: Int64?
     /// S3: sign each body's SHA-256 (default: over http) or send UNSIGNED-PAYLOAD (default: over https).
     var signPayload: Bool?
+    /// Whether URLs the server names on another origin (a tus upload URL, a file's URL to delete)
+    /// may be used; they never get the remote's credentials or headers.
+    var allowCrossOrigin = false
+    /// Overrides of the `[daemon]` settings of the same names, for this remote.
+    var waitOnMetered: Bool?
+    var waitOnBattery: Bool?
+    /// `image = SPEC`: image preparation for files added to this remote without `--image`.
+    var image: String?
 }
 
 /// The daemon's settings: `[daemon]` and the `[remote NAME]` sections of uploadd.conf.
 struct DaemonConfig: Sendable, Equatable {
     /// Transfers running at once, across all jobs.
     var maxTransfers = 2
+    /// Preparations (image shrinking) at once, ahead of the uploads: one per CPU by default.
+    var maxPreparations = max(ProcessInfo.processInfo.activeProcessorCount, 1)
     var retry = RetryPolicy()
     /// A transfer that moves no bytes for this long is retried.
     var stallTimeout = 60
     var connectTimeout = 20
+    /// Seconds a server may take to answer a request once it is sent.
+    var responseTimeout = 300
+    /// Whether uploads wait while the connection is metered (NetworkManager: a phone's hotspot).
+    var waitOnMetered = true
+    /// Whether uploads wait while the machine runs on battery (UPower).
+    var waitOnBattery = false
+    /// Records written since the last compaction before the journal is rewritten with only the
+    /// live state (and never before it holds four records per job).
+    var compactAfter = 10_000
     /// Bytes per second each HTTP transfer may send at most; nil is unlimited.
     var rateLimit: Int64?
     var remotes: [String: RemoteConfig] = [:]
     /// Problems that did not stop the config from loading (unknown keys), for status and the log.
     var warnings: [String] = []
 
+    /// One or more problems, one per line of `message`, each naming its line.
     struct LoadError: Error, CustomStringConvertible {
         var path: String
         var message: String
-        var description: String { "\(path): \(message)" }
+        var description: String {
+            message.split(separator: "\n").map { "\(path): \($0)" }.joined(separator: "\n")
+        }
     }
 
     /// Reads the config file; a missing file is the default config.
@@ -68,7 +91,9 @@ struct DaemonConfig: Sendable, Equatable {
             throw LoadError(path: path, message: "\(error)")
         }
         do {
-            return try parse(text)
+            var config = try parse(text)
+            config.warnings += config.looseSecretWarnings(configPath: path)
+            return config
         } catch let error as LoadError {
             throw LoadError(path: path, message: error.message)
         } catch {
@@ -83,93 +108,212 @@ struct DaemonConfig: Sendable, Equatable {
         } catch {
             throw LoadError(path: "", message: error.description)
         }
+        // Every problem is reported at once, and any one of them keeps the whole file from
+        // applying: a misspelt section must not silently put every setting back to its default.
         var config = DaemonConfig()
+        var errors: [String] = []
+        var daemonSection: Int?
         for section in document.sections {
             switch section.kind {
-            case "daemon": try config.applyDaemonSection(section)
-            case "remote": try config.addRemote(section)
+            case "daemon":
+                if let first = daemonSection {
+                    errors.append(
+                        "line \(section.line): a second [daemon] section; merge it into the one at line \(first)")
+                }
+                daemonSection = daemonSection ?? section.line
+                errors += config.applyDaemonSection(section)
+            case "remote":
+                errors += config.addRemote(section)
             default:
-                config.warnings.append("line \(section.line): unknown section [\(section.kind)] ignored")
+                let guess =
+                    Self.closest(section.kind, among: ["daemon", "remote"]).map { " (did you mean [\($0)]?)" } ?? ""
+                errors.append(
+                    "line \(section.line): unknown section [\(section.kind)]\(guess); sections are [daemon] and [remote NAME]"
+                )
             }
         }
+        guard errors.isEmpty else { throw LoadError(path: "", message: errors.joined(separator: "\n")) }
         return config
     }
 
-    private mutating func applyDaemonSection(_ section: INIDocument.Section) throws {
-        for entry in section.entries {
-            func number(_ range: ClosedRange<Int>) throws -> Int {
-                guard let value = Int(entry.value), range.contains(value) else {
-                    throw LoadError(
-                        path: "",
-                        message: "line \(entry.line): \(entry.key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+    /// The known word `word` is a typo of, if it is one (at most two edits away).
+    static func closest(_ word: String, among known: [String]) -> String? {
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            var previous = Array(0...b.count)
+            for (i, x) in a.enumerated() {
+                var current = [i + 1]
+                for (j, y) in b.enumerated() {
+                    current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
                 }
-                return value
+                previous = current
             }
-            switch entry.key {
-            case "transfers", "max_transfers": maxTransfers = try number(1...64)
-            case "retry_attempts": retry.maxAttempts = try number(1...1000)
-            case "retry_max_delay": retry.maxDelay = .seconds(try number(1...86400))
-            case "retry_base_delay": retry.baseDelay = .milliseconds(try number(1...600_000))
-            case "stall_timeout": stallTimeout = try number(1...3600)
-            case "connect_timeout": connectTimeout = try number(1...600)
-            case "rate_limit":
-                do {
-                    let rate = try ByteSize.parse(entry.value)
-                    rateLimit = rate > 0 ? rate : nil
-                } catch {
-                    throw LoadError(path: "", message: "line \(entry.line): rate_limit: \(error.description)")
-                }
-            default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [daemon] ignored")
-            }
+            return previous[b.count]
         }
+        return known.map { ($0, distance(Array(word.lowercased()), Array($0))) }.filter { $0.1 <= 2 }.min {
+            $0.1 < $1.1
+        }?.0
     }
 
-    private mutating func addRemote(_ section: INIDocument.Section) throws {
-        guard let name = section.name, !name.isEmpty else {
-            throw LoadError(path: "", message: "line \(section.line): a remote needs a name: [remote NAME]")
+    /// Secrets others can read, flagged as ssh does: a config with `header =` lines (tokens,
+    /// often) and password or key files that are readable by group or others.
+    func looseSecretWarnings(configPath: String) -> [String] {
+        func looseMode(_ path: String) -> String? {
+            var info = stat()
+            guard stat((path as NSString).expandingTildeInPath, &info) == 0, info.st_mode & 0o044 != 0 else {
+                return nil
+            }
+            return String(info.st_mode & 0o777, radix: 8)
         }
+        var warnings: [String] = []
+        if remotes.values.contains(where: { !$0.headers.isEmpty }), let mode = looseMode(configPath) {
+            warnings.append(
+                "it is readable by others (mode \(mode)) and has header lines, which often carry tokens; chmod 600 \(configPath)"
+            )
+        }
+        for remote in remotes.values.sorted(by: { $0.name < $1.name }) {
+            for file in [remote.passwordFile, remote.secretAccessKeyFile].compactMap({ $0 }) {
+                if let mode = looseMode(file) {
+                    warnings.append(
+                        "[remote \(remote.name)]: \(file) is readable by others (mode \(mode)); chmod 600 \(file)")
+                }
+            }
+        }
+        return warnings
+    }
+
+    /// Applies `[daemon]`; returns a message for each bad value (the others still apply).
+    private mutating func applyDaemonSection(_ section: INIDocument.Section) -> [String] {
+        var errors: [String] = []
+        for entry in section.entries {
+            do {
+                func number(_ range: ClosedRange<Int>) throws -> Int {
+                    guard let value = Int(entry.value), range.contains(value) else {
+                        throw LoadError(
+                            path: "",
+                            message:
+                                "line \(entry.line): \(entry.key) must be a whole number from \(range.lowerBound) to \(range.upperBound)"
+                        )
+                    }
+                    return value
+                }
+                switch entry.key {
+                case "transfers", "max_transfers": maxTransfers = try number(1...64)
+                case "preparations", "max_preparations": maxPreparations = try number(1...64)
+                case "retry_attempts": retry.maxAttempts = try number(1...1000)
+                case "retry_for": retry.maxDuration = .seconds(try number(0...315_360_000))
+                case "retry_max_delay": retry.maxDelay = .seconds(try number(1...86400))
+                case "retry_base_delay": retry.baseDelay = .milliseconds(try number(1...600_000))
+                case "stall_timeout": stallTimeout = try number(1...3600)
+                case "connect_timeout": connectTimeout = try number(1...600)
+                case "response_timeout": responseTimeout = try number(1...86400)
+                case "compact_after": compactAfter = try number(20...100_000_000)
+                case "wait_on_metered", "wait_on_battery":
+                    guard let value = Self.parseBool(entry.value) else {
+                        throw LoadError(path: "", message: "line \(entry.line): \(entry.key) must be yes or no")
+                    }
+                    if entry.key == "wait_on_metered" { waitOnMetered = value } else { waitOnBattery = value }
+                case "rate_limit":
+                    do {
+                        let rate = try ByteSize.parse(entry.value)
+                        rateLimit = rate > 0 ? rate : nil
+                    } catch {
+                        throw LoadError(path: "", message: "line \(entry.line): rate_limit: \(error.description)")
+                    }
+                default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [daemon] ignored")
+                }
+            } catch {
+                errors.append((error as? LoadError)?.message ?? "\(error)")
+            }
+        }
+        return errors
+    }
+
+    /// Adds a `[remote NAME]`; returns a message for each problem.
+    private mutating func addRemote(_ section: INIDocument.Section) -> [String] {
+        guard let name = section.name, !name.isEmpty else {
+            return ["line \(section.line): a remote needs a name: [remote NAME]"]
+        }
+        if remotes[name] != nil {
+            return ["line \(section.line): a second [remote \(name)]; give each remote one section"]
+        }
+        var errors: [String] = []
         var remote = RemoteConfig(name: name, url: "")
         for entry in section.entries {
-            func fail(_ message: String) -> LoadError {
-                LoadError(path: "", message: "line \(entry.line): [remote \(name)] \(message)")
-            }
-            switch entry.key {
-            case "protocol":
-                guard let value = UploadProtocol(rawValue: entry.value.lowercased()) else {
-                    throw fail("protocol must be one of \(UploadProtocol.allCases.map(\.rawValue).joined(separator: ", "))")
+            do {
+                func fail(_ message: String) -> LoadError {
+                    LoadError(path: "", message: "line \(entry.line): [remote \(name)] \(message)")
                 }
-                remote.uploadProtocol = value
-            case "url": remote.url = entry.value
-            case "user": remote.user = entry.value
-            case "password_file": remote.passwordFile = entry.value
-            case "password_credential": remote.passwordCredential = entry.value
-            case "header":
-                guard let pair = HeaderSyntax.parse(entry.value) else { throw fail("header must look like 'Name: value'") }
-                remote.headers.append(pair)
-            case "field":
-                guard let pair = FieldSyntax.parse(entry.value) else { throw fail("field must look like 'name=value'") }
-                remote.fields.append(pair)
-            case "file_field": remote.fileField = entry.value
-            case "ca_file": remote.caFile = entry.value
-            case "chunk_size":
-                do { remote.chunkSize = try ByteSize.parse(entry.value) } catch { throw fail(error.description) }
-            case "result_url_pointer": remote.resultURLPointer = entry.value
-            case "endpoint": remote.endpoint = entry.value
-            case "region": remote.region = entry.value
-            case "access_key_id": remote.accessKeyID = entry.value
-            case "secret_access_key_file": remote.secretAccessKeyFile = entry.value
-            case "secret_access_key_credential": remote.secretAccessKeyCredential = entry.value
-            case "path_style", "sign_payload":
-                guard let value = Self.parseBool(entry.value) else { throw fail("\(entry.key) must be true or false") }
-                if entry.key == "path_style" { remote.pathStyle = value } else { remote.signPayload = value }
-            case "multipart_threshold":
-                do { remote.multipartThreshold = try ByteSize.parse(entry.value) } catch { throw fail(error.description) }
-            default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [remote \(name)] ignored")
+                switch entry.key {
+                case "protocol":
+                    guard let value = UploadProtocol(rawValue: entry.value.lowercased()) else {
+                        throw fail(
+                            "protocol must be one of \(UploadProtocol.allCases.map(\.rawValue).joined(separator: ", "))"
+                        )
+                    }
+                    remote.uploadProtocol = value
+                case "url": remote.url = entry.value
+                case "user": remote.user = entry.value
+                case "password_file": remote.passwordFile = entry.value
+                case "password_credential": remote.passwordCredential = entry.value
+                case "header":
+                    guard let pair = HeaderSyntax.parse(entry.value) else {
+                        throw fail("header must look like 'Name: value'")
+                    }
+                    remote.headers.append(pair)
+                case "field":
+                    guard let pair = FieldSyntax.parse(entry.value) else {
+                        throw fail("field must look like 'name=value'")
+                    }
+                    remote.fields.append(pair)
+                case "file_field": remote.fileField = entry.value
+                case "image":
+                    do { _ = try ImageSpec.parse(entry.value) } catch { throw fail(error.description) }
+                    remote.image = entry.value
+                case "ca_file": remote.caFile = entry.value
+                case "chunk_size":
+                    do { remote.chunkSize = try ChunkSize.parse(entry.value) } catch {
+                        throw fail("chunk_size: \(error.description)")
+                    }
+                case "result_url_pointer": remote.resultURLPointer = entry.value
+                case "endpoint": remote.endpoint = entry.value
+                case "region": remote.region = entry.value
+                case "access_key_id": remote.accessKeyID = entry.value
+                case "secret_access_key_file": remote.secretAccessKeyFile = entry.value
+                case "secret_access_key_credential": remote.secretAccessKeyCredential = entry.value
+                case "path_style", "sign_payload", "allow_cross_origin", "wait_on_metered", "wait_on_battery":
+                    guard let value = Self.parseBool(entry.value) else {
+                        throw fail("\(entry.key) must be true or false")
+                    }
+                    switch entry.key {
+                    case "path_style": remote.pathStyle = value
+                    case "sign_payload": remote.signPayload = value
+                    case "wait_on_metered": remote.waitOnMetered = value
+                    case "wait_on_battery": remote.waitOnBattery = value
+                    default: remote.allowCrossOrigin = value
+                    }
+                case "multipart_threshold":
+                    do { remote.multipartThreshold = try ByteSize.parse(entry.value) } catch {
+                        throw fail(error.description)
+                    }
+                default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [remote \(name)] ignored")
+                }
+            } catch {
+                errors.append((error as? LoadError)?.message ?? "\(error)")
             }
         }
-        guard !remote.url.isEmpty else {
-            throw LoadError(path: "", message: "line \(section.line): [remote \(name)] needs a url")
-        }
+        if remote.url.isEmpty { errors.append("line \(section.line): [remote \(name)] needs a url") }
         remotes[name] = remote
+        return errors
+    }
+}
+
+extension DaemonConfig {
+    /// `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`, as systemd reads booleans.
+    static func parseBool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default: return nil
+        }
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import UploadCore
+import UploadWire
 
 /// uploadd's command line and the directories it resolves to.
 struct DaemonOptions: Equatable {
@@ -27,7 +29,8 @@ struct DaemonOptions: Equatable {
                              $XDG_CONFIG_HOME/uploadd, file uploadd.conf
           --state-dir DIR    where the journal lives; default $STATE_DIRECTORY or $XDG_STATE_HOME/uploadd
           --cache-dir DIR    where snapshots live; default $CACHE_DIRECTORY or $XDG_CACHE_HOME/uploadd
-          --socket PATH      control socket; default $UPLOADD_SOCKET or $XDG_RUNTIME_DIR/uploadd/control.sock
+          --socket PATH      control socket; default $UPLOADD_SOCKET, else $XDG_RUNTIME_DIR/uploadd/control.sock,
+                             else /tmp/uploadd-UID/control.sock
           --log-level LEVEL  error, warning, notice, info (default) or debug
           --version          print the version and exit
           -h, --help         print this help and exit
@@ -88,7 +91,8 @@ struct DaemonOptions: Equatable {
         let stateDefault = systemdDirectory("STATE_DIRECTORY") ?? xdg("XDG_STATE_HOME", ".local/state") + "/uploadd"
         let cacheDefault = systemdDirectory("CACHE_DIRECTORY") ?? xdg("XDG_CACHE_HOME", ".cache") + "/uploadd"
         let configDefault =
-            (systemdDirectory("CONFIGURATION_DIRECTORY") ?? xdg("XDG_CONFIG_HOME", ".config") + "/uploadd") + "/uploadd.conf"
+            (systemdDirectory("CONFIGURATION_DIRECTORY") ?? xdg("XDG_CONFIG_HOME", ".config") + "/uploadd")
+            + "/uploadd.conf"
         return DaemonOptions(
             configPath: absolute(config ?? configDefault), stateDirectory: absolute(state ?? stateDefault),
             cacheDirectory: absolute(cache ?? cacheDefault),
@@ -98,8 +102,7 @@ struct DaemonOptions: Equatable {
 
     /// The socket path when not socket-activated and none was given.
     static func defaultSocketPath(environment: [String: String]) -> String {
-        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/run/user/\(getuid())"
-        return runtime + "/uploadd/control.sock"
+        SocketLocation.resolve(option: nil, environment: environment)
     }
 
     private static func absolute(_ path: String) -> String {

@@ -2,6 +2,7 @@ import CShims
 import Dispatch
 import Glibc
 import UploadCore
+import UploadWire
 
 /// One client of the control socket: reads request lines, hands them to the handler, writes
 /// answers and notifications back.
@@ -10,8 +11,9 @@ import UploadCore
 ///
 /// Back-pressure keeps every client's cost bounded: a client with more than `maxInFlight` requests
 /// or `maxInFlightBytes` of request lines being worked on, or with more than `outputHighWater`
-/// bytes of answers it has not read, is not read from until that drains. A client whose unread
-/// output still passes `maxOutput` (a subscriber that never reads its events) is disconnected.
+/// bytes of answers it has not read, is not read from until that drains. A client that still has
+/// more than `maxOutput` unread when the next line comes (a subscriber that never reads its
+/// events) is disconnected.
 final class ControlConnection {
     static let maxInFlight = 256
     static let maxInFlightBytes = 1 << 20
@@ -96,15 +98,18 @@ final class ControlConnection {
         readSource.resume()
     }
 
-    /// Queues bytes for the client; disconnects it when it stopped reading long ago.
+    /// Queues bytes for the client. One line may be bigger than `maxOutput` (the answer to
+    /// `job.clear` of 100,000 jobs lists them all); a client that leaves more than that unread when
+    /// the next line comes (a subscriber that never reads, a pipeline of big answers) is
+    /// disconnected, so a client costs at most `maxOutput` plus one line.
     func send(_ bytes: [UInt8]) {
         guard !isClosed else { return }
-        output.append(contentsOf: bytes)
         if output.count - outputOffset > Self.maxOutput {
             Log.warning("control client on fd \(fd) stopped reading; disconnecting it")
             shutDown()
             return
         }
+        output.append(contentsOf: bytes)
         flush()
     }
 
@@ -180,6 +185,8 @@ final class ControlConnection {
             }
             outputOffset += written
         }
+        // A big answer (a list or clear of thousands of jobs) leaves much freed memory behind.
+        if output.count >= Self.outputHighWater { HeapTrimmer.trimSoon() }
         output.removeAll(keepingCapacity: output.count < 1 << 20)
         outputOffset = 0
         resumeReadingIfDrained()

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// Decodes JSON-RPC requests, calls the scheduler, encodes the answers. Knows nothing of sockets.
 struct ControlHandler: Sendable {
@@ -12,7 +13,7 @@ struct ControlHandler: Sendable {
     var scheduler: Scheduler
     var events: EventHub
     /// Re-reads the config; returns a message for the client when it failed.
-    var reload: @Sendable () async throws -> Void
+    var reload: @Sendable () async throws -> [String]
     var status: @Sendable () async -> DaemonStatus
 
     /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
@@ -25,13 +26,38 @@ struct ControlHandler: Sendable {
         }
         switch value {
         case .array(let items):
-            guard !items.isEmpty else { return Self.answerLine(RPCResponse(id: .null, error: .invalidRequest("empty batch"))) }
-            // Up to 64 requests of a batch at once: enough for adds to share journal syncs, few
-            // enough that a batch of 10,000 does not hold 10,000 tasks and their answers at once.
+            guard !items.isEmpty else {
+                return Self.answerLine(RPCResponse(id: .null, error: .invalidRequest("empty batch")))
+            }
+            // The batch's well-formed adds go to the scheduler together: IDs and the queue follow
+            // the order given, and one journal write covers them all.
+            let adds = Self.adds(in: items)
+            var addAnswers: [Int: [UInt8]] = [:]
+            if !adds.isEmpty {
+                let outcomes = await scheduler.add(adds.map(\.params))
+                for (add, outcome) in zip(adds, outcomes) {
+                    switch outcome {
+                    case .success(let job):
+                        addAnswers[add.index] =
+                            (try? encodeResult(job)).flatMap { try? RPCLine.result(id: add.id, encodedResult: $0) }
+                            ?? Self.line(
+                                RPCResponse(
+                                    id: add.id,
+                                    error: RPCError(
+                                        code: RPCError.internalErrorCode, message: "cannot encode the answer")))
+                    case .failure(let error):
+                        addAnswers[add.index] = Self.line(RPCResponse(id: add.id, error: error))
+                    }
+                }
+            }
+            // The rest, up to 64 at once: few enough that a batch of 10,000 does not hold 10,000
+            // tasks and their answers at once.
             let answers = await withTaskGroup(of: (Int, [UInt8]?).self) { group in
                 var answers = [[UInt8]?](repeating: nil, count: items.count)
+                for (index, answer) in addAnswers { answers[index] = answer }
                 var next = 0
                 func startNext() {
+                    while next < items.count && addAnswers[next] != nil { next += 1 }
                     guard next < items.count else { return }
                     let index = next
                     let item = items[index]
@@ -59,6 +85,23 @@ struct ControlHandler: Sendable {
         }
     }
 
+    /// The requests of a batch that are well-formed `job.add` calls with an id, and their params.
+    private static func adds(in items: [JSONValue]) -> [(index: Int, id: JSONValue, params: AddParams)] {
+        var adds: [(index: Int, id: JSONValue, params: AddParams)] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let object) = item, object["jsonrpc"] == .string("2.0"),
+                object["method"] == .string(ControlMethod.add.rawValue), let id = object["id"]
+            else { continue }
+            switch id {
+            case .string, .number: break
+            default: continue
+            }
+            guard let params = try? AddParams.decode(from: object["params"]) else { continue }
+            adds.append((index, id, params))
+        }
+        return adds
+    }
+
     func connectionClosed(_ key: ObjectIdentifier) {
         events.unsubscribe(key)
     }
@@ -71,7 +114,8 @@ struct ControlHandler: Sendable {
         let id = object["id"]
         switch id {
         case nil, .null, .string, .number: break
-        default: return Self.line(RPCResponse(id: .null, error: .invalidRequest("id must be a string, a number or null")))
+        default:
+            return Self.line(RPCResponse(id: .null, error: .invalidRequest("id must be a string, a number or null")))
         }
         guard object["jsonrpc"] == .string("2.0") else {
             return Self.line(RPCResponse(id: id ?? .null, error: .invalidRequest("\"jsonrpc\" must be \"2.0\"")))
@@ -89,7 +133,9 @@ struct ControlHandler: Sendable {
         switch result {
         case .success(let encoded):
             guard let line = try? RPCLine.result(id: id, encodedResult: encoded) else {
-                return Self.line(RPCResponse(id: id, error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
+                return Self.line(
+                    RPCResponse(
+                        id: id, error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
             }
             return line
         case .failure(let error): return Self.line(RPCResponse(id: id, error: error))
@@ -106,23 +152,31 @@ struct ControlHandler: Sendable {
                 HelloInfo(
                     name: "uploadd", version: UploaddVersion.string, protocolVersion: ControlProtocol.version,
                     methods: ControlMethod.allCases.map(\.rawValue),
-                    protocols: TransferFactory.supportedProtocols.map(\.rawValue), pid: getpid()))
+                    protocols: TransferRegistry.supportedProtocols.map(\.rawValue), pid: getpid()))
         case .status:
             _ = try NoParams.decode(from: params)
             return try encodeResult(await status())
+        case .limit:
+            let rate = try LimitParams.decode(from: params).bytesPerSecond()
+            return try encodeResult(LimitResult(bandwidthLimit: try await scheduler.setBandwidthLimit(rate)))
         case .reload:
             _ = try NoParams.decode(from: params)
             do {
-                try await reload()
+                return try encodeResult(ReloadResult(warnings: try await reload()))
+            } catch let error as RPCError {
+                throw error
             } catch {
-                throw RPCError(code: RPCError.invalidParamsCode, message: "config not reloaded: \(error)")
+                throw RPCError(
+                    code: RPCError.configErrorCode,
+                    message: "config not reloaded (the one in use stays):\n\(error)")
             }
-            return Self.emptyObject
         case .add:
             return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
         case .get:
             let selection = try JobSelection.decode(from: params)
-            guard !selection.namedIDs.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
+            guard !selection.namedIDs.isEmpty else {
+                throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}")
+            }
             if let id = selection.id, selection.ids == nil { return try encodeResult(try await scheduler.get(id)) }
             var jobs: [JobInfo] = []
             for id in selection.namedIDs { jobs.append(try await scheduler.get(id)) }
@@ -130,29 +184,33 @@ struct ControlHandler: Sendable {
         case .list:
             let list = try ListParams.decode(from: params)
             return try encodeResult(JobList(jobs: await scheduler.list(states: list.states, ids: list.ids)))
-        case .pause, .resume, .cancel, .remove:
+        case .pause, .resume, .cancel, .remove, .retry:
             let command = JobCommand(rawValue: String(name.dropFirst("job.".count)))!
             let selection = try JobSelection.decode(from: params)
-            return try encodeSelectionResult(selection, try await scheduler.perform(command, selection: selection))
+            if selection.isSingle {
+                return try encodeResult(try await scheduler.perform(command, selection: selection)[0])
+            }
+            let outcome = try await scheduler.performEach(command, selection: selection)
+            return try encodeResult(JobList(jobs: outcome.jobs, errors: outcome.errors))
+        case .priority:
+            let change = try PriorityParams.decode(from: params)
+            return try encodeResult(try await scheduler.setPriority(change.id, to: change.priority))
+        case .move:
+            let move = try MoveParams.decode(from: params)
+            return try encodeResult(try await scheduler.move(move))
         case .clear:
             _ = try NoParams.decode(from: params)
             return try encodeResult(JobList(jobs: try await scheduler.clear()))
         case .delete:
             let selection = try JobSelection.decode(from: params)
-            return try encodeSelectionResult(selection, try await scheduler.delete(selection.namedIDs))
+            if selection.isSingle { return try encodeResult(try await scheduler.delete(selection.namedIDs)[0]) }
+            let outcome = try await scheduler.deleteEach(selection.namedIDs)
+            return try encodeResult(JobList(jobs: outcome.jobs, errors: outcome.errors))
         case .subscribe:
             let subscribe = try SubscribeParams.decode(from: params)
             events.subscribe(client.key, EventHub.Subscriber(ids: subscribe.ids.map(Set.init), deliver: client.deliver))
             return Self.emptyObject
         }
-    }
-
-    /// `{id}` answers with the job, `{ids}` and `{all}` with `{jobs: [...]}`.
-    private func encodeSelectionResult(_ selection: JobSelection, _ jobs: [JobInfo]) throws(RPCError) -> [UInt8] {
-        if selection.id != nil && selection.ids == nil && selection.all != true, let job = jobs.first {
-            return try encodeResult(job)
-        }
-        return try encodeResult(JobList(jobs: jobs))
     }
 
     private static let emptyObject = Array("{}".utf8)

@@ -2,6 +2,7 @@ import CShims
 import Dispatch
 import Glibc
 import UploadCore
+import UploadWire
 
 /// Accepts clients on the control socket and serves them on one serial queue.
 ///
@@ -58,8 +59,10 @@ final class ControlServer: @unchecked Sendable {
             var uid: uid_t = 0
             var gid: gid_t = 0
             guard CShims_peer_credentials(fd, &pid, &uid, &gid) == 0, uid == getuid() else {
-                Log.warning("control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
-                let error = RPCError(code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user")
+                Log.warning(
+                    "control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
+                let error = RPCError(
+                    code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user")
                 var bytes = ControlHandler.answerLine(RPCResponse(id: .null, error: error))
                 _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
@@ -85,7 +88,8 @@ final class ControlServer: @unchecked Sendable {
         acceptSource.suspend()
         if !reportedDescriptorShortage {
             reportedDescriptorShortage = true
-            Log.warning("control socket: \(error); \(connections.count) clients connected; accepting more as they leave")
+            Log.warning(
+                "control socket: \(error); \(connections.count) clients connected; accepting more as they leave")
         }
         queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [weak self] in
             guard let self, self.acceptPaused else { return }

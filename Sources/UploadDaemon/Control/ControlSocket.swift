@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import UploadCore
+import UploadWire
 
 /// Binds the control socket when systemd did not pass one.
 enum ControlSocket {
@@ -18,8 +20,15 @@ enum ControlSocket {
             guard (info.st_mode & S_IFMT) == S_IFSOCK else {
                 throw SetupError(message: "\(path) exists and is not a socket; move it away or choose another --socket")
             }
+            guard info.st_uid == getuid() else {
+                throw SetupError(
+                    message: "\(path) is a socket of uid \(info.st_uid), not ours; remove it or choose another --socket"
+                )
+            }
             if isServing(path) {
-                throw SetupError(message: "another uploadd is already serving \(path); stop it first (systemctl --user stop uploadd)")
+                throw SetupError(
+                    message: "another uploadd is already serving \(path); stop it first (systemctl --user stop uploadd)"
+                )
             }
             unlink(path)
         }
@@ -27,17 +36,23 @@ enum ControlSocket {
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard path.utf8.count < capacity else {
-            throw SetupError(message: "socket path \(path) is longer than \(capacity - 1) bytes; choose a shorter --socket")
+            throw SetupError(
+                message: "socket path \(path) is longer than \(capacity - 1) bytes; choose a shorter --socket")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: path.utf8)
             raw[path.utf8.count] = 0
         }
-        let fd = try syscall("create socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        let fd = try syscall("create socket") {
+            socket(
+                AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
         do {
             try withUnsafePointer(to: &address) { pointer in
                 try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                    _ = try syscall("bind", path: path) { bind(fd, socketAddress, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                    _ = try syscall("bind", path: path) {
+                        bind(fd, socketAddress, socklen_t(MemoryLayout<sockaddr_un>.size))
+                    }
                 }
             }
             try syscall("chmod", path: path) { chmod(path, 0o600) }
@@ -49,28 +64,27 @@ enum ControlSocket {
         return fd
     }
 
+    /// Creates the socket's folder (0700) when missing; a folder we did not create must already be
+    /// private (ours, not a symlink, mode 700): it is refused, never chmod'ed, since `--socket`
+    /// could name a shared folder such as /tmp.
     private static func prepareDirectory(_ directory: String) throws {
         var info = stat()
         if lstat(directory, &info) != 0 {
             let parent = (directory as NSString).deletingLastPathComponent
             guard access(parent, F_OK) == 0 else {
                 throw SetupError(
-                    message: "\(parent) does not exist; is XDG_RUNTIME_DIR right? (log in through a session, or pass --socket)")
+                    message:
+                        "\(parent) does not exist; create it, or choose another --socket (without XDG_RUNTIME_DIR the default is \(SocketLocation.fallbackDirectory())/\(SocketLocation.fileName))"
+                )
             }
-            try syscall("create directory", path: directory) { mkdir(directory, 0o700) }
-            guard lstat(directory, &info) == 0 else { throw SystemError("stat", path: directory) }
+            if mkdir(directory, 0o700) == 0 { return }
+            guard errno == EEXIST else { throw SystemError("create directory", path: directory) }
         }
-        if (info.st_mode & S_IFMT) == S_IFLNK {
-            throw SetupError(message: "\(directory) is a symlink; refusing to put the control socket there")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw SetupError(message: "\(directory) is not a directory; move it away or choose another --socket")
-        }
-        guard info.st_uid == getuid() else {
-            throw SetupError(message: "\(directory) belongs to uid \(info.st_uid), not to us (uid \(getuid())); refusing to use it")
-        }
-        if info.st_mode & 0o077 != 0 {
-            try syscall("chmod", path: directory) { chmod(directory, 0o700) }
+        if let problem = SocketLocation.problem(withFolder: directory) {
+            throw SetupError(
+                message:
+                    "refusing to put the control socket in \(directory): \(problem); remove it (another user may have made it to catch your commands), or choose another --socket"
+            )
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadWire
 
 /// Fans job notifications out to the connections that subscribed to them.
 ///
@@ -27,6 +28,11 @@ final class EventHub: Sendable {
 
     func publishState(_ job: JobInfo) {
         publish(ControlEvent.state, job, id: job.id)
+    }
+
+    /// The job was removed (remove, clear, delete): it is gone from the daemon.
+    func publishRemoved(_ id: JobID) {
+        publish(ControlEvent.removed, JobSelection(id: id), id: id)
     }
 
     func publishProgress(_ progress: JobProgressEvent) {

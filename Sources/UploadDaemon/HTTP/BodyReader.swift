@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// Streams one request body (or one multipart file part) to libcurl's read callback.
 ///
@@ -11,15 +12,13 @@ final class BodyReader {
     }
 
     let source: Source
-    let meter: ProgressMeter?
     private(set) var position: Int64 = 0
     /// Set when the source file could not be read or has changed, so the failure names the file,
     /// not libcurl.
     private(set) var readError: TransferFailure?
 
-    init(_ source: Source, meter: ProgressMeter?) {
+    init(_ source: Source) {
         self.source = source
-        self.meter = meter
     }
 
     var length: Int64 {
@@ -60,14 +59,12 @@ final class BodyReader {
             }
         }
         position += Int64(count)
-        meter?.add(count)
         return count
     }
 
     /// Moves to `offset` (libcurl rewinds to resend a body).
     func seek(to offset: Int64) -> Bool {
         guard offset >= 0, offset <= length else { return false }
-        if offset < position { meter?.rewind(by: position - offset) }
         position = offset
         return true
     }

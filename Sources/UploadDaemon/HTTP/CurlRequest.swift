@@ -3,6 +3,7 @@ import CShims
 import Foundation
 import Synchronization
 import UploadCore
+import UploadWire
 
 /// One libcurl easy handle and everything its callbacks touch.
 ///
@@ -29,14 +30,26 @@ final class CurlRequest {
     private var lastProgressBytes: Int64 = -1
     private var lastProgressAt: Double = 0
     private(set) var stalled = false
+    /// When the whole request had been handed over (monotonic seconds), for the response deadline.
+    private var requestSentAt: Double?
+    /// The send rate limit set on the handle now (its own, or its share of the global limit).
+    private var appliedSendRate: Int64?
+    private(set) var answerTimedOut = false
     /// The socket of a connection opened for this request (see `curlSocketOpened`).
     fileprivate var connectionSocket: Int32 = -1
+    /// Where the bytes of this request that reached the wire are counted (`bytes_sent`), and how
+    /// many of them were counted so far.
+    private let meter: ProgressMeter?
+    private var countedOnWire: Int64 = 0
 
-    init(_ request: HTTPRequest, meter: ProgressMeter?) throws(TransferFailure) {
+    /// `sharedLimit`: the global bandwidth limit when the request is made, which sizes the upload
+    /// buffer as its own limit does (the buffer cannot change once the transfer runs).
+    init(_ request: HTTPRequest, meter: ProgressMeter?, sharedLimit: Int64? = nil) throws(TransferFailure) {
         guard let handle = curl_easy_init() else { throw .network("libcurl could not create a handle") }
         self.request = request
         self.handle = handle
-        try configure(meter: meter)
+        self.meter = meter
+        try configure(meter: meter, sharedLimit: sharedLimit)
     }
 
     deinit {
@@ -44,6 +57,28 @@ final class CurlRequest {
         if let headerList { curl_slist_free_all(headerList) }
         if let mime { curl_mime_free(mime) }
         errorBuffer.deallocate()
+    }
+
+    /// Whether it uploads a body (a share of the global bandwidth limit goes to those only).
+    var sendsBody: Bool { request.body.length > 0 }
+
+    /// Sets the handle's send limit, between calls to curl_multi_perform on the HTTP thread:
+    /// libcurl reads it at each check, so a running upload slows down or speeds up within a
+    /// second. nil: none.
+    func applySendRate(_ rate: Int64?) {
+        guard rate != appliedSendRate else { return }
+        appliedSendRate = rate
+        _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate ?? 0))
+    }
+
+    /// 2 MiB, or a quarter second's worth under a rate limit (at least libcurl's 16 KiB).
+    ///
+    /// libcurl limits the rate by sending a whole buffer and then pausing: at 512 KiB/s a 2 MiB
+    /// buffer went out at once and then nothing moved for four seconds, which the stall detector
+    /// took for a dead connection, and progress jumped in 2 MiB steps.
+    static func uploadBufferSize(rateLimit: Int64?) -> Int {
+        guard let rateLimit else { return 2 << 20 }
+        return Int(min(2 << 20, max(16 << 10, rateLimit / 4)))
     }
 
     /// The failure of a finished transfer, or nil when it got an answer.
@@ -54,6 +89,9 @@ final class CurlRequest {
         let target = "\(request.method) \(Redaction.redactURL(request.url))"
         if let readError = readers.lazy.compactMap(\.readError).first { return readError }
         if stalled { return .stalled(seconds: request.stallTimeout) }
+        if answerTimedOut {
+            return .timeout("\(target): no complete answer \(request.responseTimeout) s after the request was sent")
+        }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return .timeout("\(target): \(text)")
@@ -80,7 +118,9 @@ final class CurlRequest {
     /// The failure of a transfer libcurl called a success, when its answer was cut short.
     var incompleteAnswer: TransferFailure? {
         guard !headersComplete else { return nil }
-        return .network("\(request.method) \(Redaction.redactURL(request.url)): the connection closed before the answer's headers ended")
+        return .network(
+            "\(request.method) \(Redaction.redactURL(request.url)): the connection closed before the answer's headers ended"
+        )
     }
 
     /// Called about once a second and on every transfer step: true aborts the transfer, when it
@@ -88,16 +128,23 @@ final class CurlRequest {
     ///
     /// Bytes count as moved when the peer acknowledged them, not when libcurl handed them to the
     /// kernel: a slow link drains the socket's send buffer slowly but steadily, and is not a stall.
-    fileprivate func shouldAbort(handedOver: Int64) -> Bool {
+    fileprivate func shouldAbort(handedOver: Int64, uploaded: Int64, uploadTotal: Int64) -> Bool {
         if isCanceled.load(ordering: .relaxed) { return true }
         // libcurl's CURLINFO_ACTIVESOCKET is -1 in the middle of a multi transfer, so the socket
         // comes from the sockopt callback (a reused connection has none: then what libcurl
         // handed over is all we know).
         let unsent = connectionSocket >= 0 ? Int64(max(CShims_unsent_bytes(connectionSocket), 0)) : 0
         let movedBytes = handedOver - unsent
+        countOnWire(max(uploaded - unsent, 0))
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        let bodyLength = request.body.length >= 0 ? request.body.length : uploadTotal
+        if requestSentAt == nil && (bodyLength <= 0 || uploaded >= bodyLength) { requestSentAt = seconds }
+        if let sentAt = requestSentAt, seconds - sentAt >= Double(request.responseTimeout) {
+            answerTimedOut = true
+            return true
+        }
         if movedBytes != lastProgressBytes {
             lastProgressBytes = movedBytes
             lastProgressAt = seconds
@@ -108,6 +155,19 @@ final class CurlRequest {
             return true
         }
         return false
+    }
+
+    /// Progress as curl counts it: bytes of the body the peer acknowledged (handed to the kernel,
+    /// minus what still waits in the socket's send queue), not bytes read from the file, which run
+    /// up to a whole upload buffer ahead. A body sent again (curl rewinds) counts down first.
+    private func countOnWire(_ onWire: Int64) {
+        guard let meter, onWire != countedOnWire else { return }
+        if onWire > countedOnWire {
+            meter.add(Int(onWire - countedOnWire))
+        } else {
+            meter.rewind(by: countedOnWire - onWire)
+        }
+        countedOnWire = onWire
     }
 
     // MARK: Callbacks' entry points
@@ -135,19 +195,24 @@ final class CurlRequest {
 
     // MARK: Configuration
 
-    private func configure(meter: ProgressMeter?) throws(TransferFailure) {
+    private func configure(meter: ProgressMeter?, sharedLimit: Int64?) throws(TransferFailure) {
         let opaqueSelf = Unmanaged.passUnretained(self).toOpaque()
         func set(_ result: CURLcode, _ what: String) throws(TransferFailure) {
-            if result != CURLE_OK { throw .config("libcurl refused \(what): \(String(cString: curl_easy_strerror(result)))") }
+            if result != CURLE_OK {
+                throw .config("libcurl refused \(what): \(String(cString: curl_easy_strerror(result)))")
+            }
         }
-        try set(CCurl_easy_setopt_string(handle, CURLOPT_URL, request.url), "the URL \(Redaction.redactURL(request.url))")
+        try set(
+            CCurl_easy_setopt_string(handle, CURLOPT_URL, request.url), "the URL \(Redaction.redactURL(request.url))")
         try set(CCurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "the protocols")
         errorBuffer[0] = 0
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
-        _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 2 << 20)
+        _ = CCurl_easy_setopt_long(
+            handle, CURLOPT_UPLOAD_BUFFERSIZE,
+            Self.uploadBufferSize(rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min()))
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
         _ = CCurl_easy_setopt_write_function(handle, curlWrite)
@@ -160,6 +225,7 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_sockopt_function(handle, curlSocketOpened)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_SOCKOPTDATA, opaqueSelf)
         if let rate = request.maxSendRate {
+            appliedSendRate = rate
             _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
         if let caFile = request.caFile { try set(CCurl_easy_setopt_string(handle, CURLOPT_CAINFO, caFile), "ca_file") }
@@ -182,13 +248,13 @@ final class CurlRequest {
             _ = CCurl_easy_setopt_long(handle, CURLOPT_NOBODY, 1)
         case (_, .none):
             if request.method == "POST" || request.method == "PUT" || request.method == "PATCH" {
-                attachBody(BodyReader(.bytes([]), meter: meter))
+                attachBody(BodyReader(.bytes([])))
             }
             if request.method != "GET" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
         case (_, .bytes(let bytes)):
-            attachBody(BodyReader(.bytes(bytes), meter: meter))
+            attachBody(BodyReader(.bytes(bytes)))
         case (_, .file(let region)):
-            attachBody(BodyReader(.file(region), meter: meter))
+            attachBody(BodyReader(.file(region)))
         case (_, .multipart(let parts)):
             try attachMultipart(parts, meter: meter)
         }
@@ -223,14 +289,17 @@ final class CurlRequest {
                 curl_mime_name(mimePart, name)
                 curl_mime_data(mimePart, value, value.utf8.count)
             case .file(let name, let fileName, let contentType, let region):
-                let reader = BodyReader(.file(region), meter: meter)
+                let reader = BodyReader(.file(region))
                 readers.append(reader)
                 curl_mime_name(mimePart, name)
                 curl_mime_filename(mimePart, fileName)
                 curl_mime_type(mimePart, contentType)
                 let result = curl_mime_data_cb(
-                    mimePart, curl_off_t(region.length), curlRead, curlSeek, nil, Unmanaged.passUnretained(reader).toOpaque())
-                if result != CURLE_OK { throw .config("libcurl refused a multipart part: \(String(cString: curl_easy_strerror(result)))") }
+                    mimePart, curl_off_t(region.length), curlRead, curlSeek, nil,
+                    Unmanaged.passUnretained(reader).toOpaque())
+                if result != CURLE_OK {
+                    throw .config("libcurl refused a multipart part: \(String(cString: curl_easy_strerror(result)))")
+                }
             }
         }
         _ = CCurl_easy_setopt_mime(handle, mime)
@@ -251,7 +320,8 @@ private let curlRead: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, Un
     return result < 0 ? CCurl_READFUNC_ABORT : result
 }
 
-private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int32) -> Int32 = { userdata, offset, origin in
+private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int32) -> Int32 = {
+    userdata, offset, origin in
     guard let userdata, origin == SEEK_SET else { return Int32(CCurl_SEEKFUNC_FAIL) }
     let reader = Unmanaged<BodyReader>.fromOpaque(userdata).takeUnretainedValue()
     return reader.seek(to: Int64(offset)) ? Int32(CCurl_SEEKFUNC_OK) : Int32(CCurl_SEEKFUNC_FAIL)
@@ -272,12 +342,15 @@ private let curlHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, 
     return size * count
 }
 
-private let curlProgress: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
-    userdata, _, downloaded, _, uploaded in
-    guard let userdata else { return 0 }
-    let request = Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue()
-    return request.shouldAbort(handedOver: Int64(downloaded) + Int64(uploaded)) ? 1 : 0
-}
+private let curlProgress:
+    @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+        userdata, _, downloaded, uploadTotal, uploaded in
+        guard let userdata else { return 0 }
+        let request = Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue()
+        let abort = request.shouldAbort(
+            handedOver: Int64(downloaded) + Int64(uploaded), uploaded: Int64(uploaded), uploadTotal: Int64(uploadTotal))
+        return abort ? 1 : 0
+    }
 
 private let curlSocketOpened: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = {
     userdata, socket, purpose in

@@ -1,5 +1,6 @@
 import COpenSSL
 import UploadCore
+import UploadWire
 
 /// A streaming message digest from libcrypto (EVP), for checksums protocols ask for by name
 /// (tus's Upload-Checksum: sha1, sha256, md5, ...).
@@ -36,7 +37,9 @@ final class Digest {
     }
 
     /// The digest of a region of a file, read in pieces.
-    static func of(_ file: SourceFile, offset: Int64, length: Int64, algorithm: String) throws(TransferFailure) -> [UInt8]? {
+    static func of(_ file: SourceFile, offset: Int64, length: Int64, algorithm: String) throws(TransferFailure)
+        -> [UInt8]?
+    {
         guard let digest = Digest(algorithm: algorithm) else { return nil }
         try file.forEachPiece(offset: offset, length: length) { digest.update($0) }
         return digest.finish()
@@ -45,3 +48,13 @@ final class Digest {
 
 @available(*, unavailable)
 extension Digest: Sendable {}
+
+extension SourceFile {
+    /// SHA-256 of the whole file, lowercase hex: what a prepared file is journaled with and
+    /// checked against before it is sent.
+    func sha256Hex() throws(TransferFailure) -> String {
+        let digest = Digest.sha256()
+        try forEachPiece(offset: 0, length: size) { digest.update($0) }
+        return Hex.encode(digest.finish())
+    }
+}

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import UploadCore
+import UploadWire
 
 /// HTTP over libcurl: one multi handle driven by one thread, connections reused across requests.
 ///
@@ -12,6 +13,7 @@ final class HTTPClient: Sendable {
     private enum Command: Sendable {
         case add(UncheckedTransfer)
         case cancel(ObjectIdentifier)
+        case limit(Int64?)
         case stop
     }
 
@@ -23,6 +25,8 @@ final class HTTPClient: Sendable {
     private let multi: MultiHandle
     private let inbox = Mutex(Inbox())
     private let idleWake = DispatchSemaphore(value: 0)
+    /// The bandwidth limit last set (0: none), for sizing new requests' upload buffers.
+    private let sharedLimit = Atomic<Int64>(0)
     private let stopped = DispatchSemaphore(value: 0)
 
     /// Call once at start-up, before any thread uses libcurl.
@@ -40,7 +44,8 @@ final class HTTPClient: Sendable {
     /// Sends a request and returns the server's answer, whatever its status. Throws a
     /// `TransferFailure` when no answer came (network, TLS, stall) and CancellationError when canceled.
     func send(_ request: HTTPRequest, meter: ProgressMeter? = nil) async throws -> HTTPResponse {
-        let curlRequest = try CurlRequest(request, meter: meter)
+        let limit = sharedLimit.load(ordering: .relaxed)
+        let curlRequest = try CurlRequest(request, meter: meter, sharedLimit: limit > 0 ? limit : nil)
         let transfer = UncheckedTransfer(curlRequest)
         let id = ObjectIdentifier(curlRequest)
         return try await withTaskCancellationHandler {
@@ -52,6 +57,13 @@ final class HTTPClient: Sendable {
             transfer.request.isCanceled.store(true, ordering: .relaxed)
             post(.cancel(id))
         }
+    }
+
+    /// A limit on all uploads together, bytes per second (nil: none), shared equally among the
+    /// requests sending a body, within each one's own limit. Running uploads follow within a second.
+    func setBandwidthLimit(_ rate: Int64?) {
+        sharedLimit.store(rate ?? 0, ordering: .relaxed)
+        post(.limit(rate))
     }
 
     /// Finishes every request with a cancellation and stops the thread.
@@ -71,6 +83,10 @@ final class HTTPClient: Sendable {
     private func run() {
         var active: [ObjectIdentifier: CurlRequest] = [:]
         var stopping = false
+        var bandwidthLimit: Int64?
+        // Whether the shares of the bandwidth limit must be worked out again (a request came or
+        // went, or the limit changed).
+        var sharesChanged = false
         while !stopping {
             let commands = inbox.withLock { inbox in
                 defer { inbox.commands.removeAll() }
@@ -85,15 +101,24 @@ final class HTTPClient: Sendable {
                     } else {
                         active[ObjectIdentifier(request)] = request
                         curl_multi_add_handle(multi.pointer, request.handle)
+                        sharesChanged = true
                     }
                 case .cancel(let id):
                     if let request = active.removeValue(forKey: id) {
                         curl_multi_remove_handle(multi.pointer, request.handle)
                         finish(request, with: .failure(CancellationError()))
+                        sharesChanged = true
                     }
+                case .limit(let rate):
+                    bandwidthLimit = rate
+                    sharesChanged = true
                 case .stop:
                     stopping = true
                 }
+            }
+            if sharesChanged {
+                Self.share(bandwidthLimit, among: active.values)
+                sharesChanged = false
             }
             if stopping { break }
             if active.isEmpty {
@@ -113,6 +138,7 @@ final class HTTPClient: Sendable {
                 let code = CCurl_message_result(message)
                 curl_multi_remove_handle(multi.pointer, easy)
                 active[ObjectIdentifier(request)] = nil
+                sharesChanged = true
                 if request.isCanceled.load(ordering: .relaxed) {
                     finish(request, with: .failure(CancellationError()))
                 } else if let failure = request.failure(for: code) ?? request.incompleteAnswer {
@@ -130,6 +156,15 @@ final class HTTPClient: Sendable {
             finish(request, with: .failure(CancellationError()))
         }
         stopped.signal()
+    }
+
+    /// Gives each request that sends a body an equal share of `limit`, or its own limit if lower.
+    private static func share(_ limit: Int64?, among requests: Dictionary<ObjectIdentifier, CurlRequest>.Values) {
+        let uploading = requests.filter(\.sendsBody)
+        let share = limit.map { max($0 / Int64(max(uploading.count, 1)), 1) }
+        for request in uploading {
+            request.applySendRate([request.request.maxSendRate, share].compactMap { $0 }.min())
+        }
     }
 
     private func finish(_ request: CurlRequest, with result: Result<HTTPResponse, any Error>) {

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// An HTTP request as the transfers describe it; the HTTP layer turns it into a libcurl handle.
 struct HTTPRequest: Sendable {
@@ -14,6 +15,9 @@ struct HTTPRequest: Sendable {
     /// Seconds without a byte moving before the transfer counts as stalled.
     var stallTimeout = 60
     var connectTimeout = 20
+    /// Seconds the answer may take once the request is sent: a server that trickles an endless
+    /// answer must not hold an upload slot forever (the stall timeout sees its bytes moving).
+    var responseTimeout = 300
     /// Bytes per second to send at most; nil is unlimited.
     var maxSendRate: Int64?
     /// The start of the answer kept for results and error messages.
@@ -77,4 +81,9 @@ struct HTTPResponse: Sendable {
     var bodyText: String { String(decoding: body, as: UTF8.self) }
 
     var retryAfter: Duration? { header("retry-after").flatMap { HTTPStatus.parseRetryAfter($0) } }
+
+    /// The uploaded file's URL the answer names (`ResultURL`).
+    func resultURL(pointer: String?) -> String? {
+        ResultURL.find(body: body, location: header("location"), pointer: pointer)
+    }
 }

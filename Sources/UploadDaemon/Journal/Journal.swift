@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadWire
 
 /// The append-only journal file: replay at start, ordered appends, group-committed fdatasync, and
 /// compaction into a fresh file.
@@ -43,7 +44,12 @@ final class Journal: Sendable {
     private struct State {
         var queue: [Pending] = []
         var nextSequence: UInt64 = 1
-        var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        /// Durable appends not written yet: the writer syncs at once while there are any.
+        var durableQueued: Set<UInt64> = []
+        /// Who waits for which durable append.
+        var durableWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        /// Durable appends written (nil) or failed before anyone waited for them.
+        var durableOutcomes: [UInt64: (any Error)?] = [:]
         var closing = false
         var recordsSinceCompaction = 0
         var fileBytes: Int64 = 0
@@ -76,16 +82,21 @@ final class Journal: Sendable {
             throw JournalOpenError(message: "\(path) is not a regular file; move it away and start again")
         }
         var fd: Int32
+        let isNew = access(path, F_OK) != 0
         do {
-            fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+            fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         } catch {
             let denied = error.errno == EACCES || error.errno == EPERM
             guard denied else { throw error }
             throw JournalOpenError(
-                message: "\(error); make it readable and writable by you (chmod 600 \(path)), or move it away to start with an empty queue")
+                message:
+                    "\(error); make it readable and writable by you (chmod 600 \(path)), or move it away to start with an empty queue"
+            )
         }
+        // A new journal's name must survive a power cut as surely as its first records.
+        if isNew { try FileOps.syncDirectory(directory) }
         do {
-            let bytes = try FileOps.readFile(path)
+            let bytes = try FileOps.readFile(path, followSymlinks: false)
             let contents: JournalContents
             do {
                 contents = try JournalFormat.decode(bytes)
@@ -97,7 +108,8 @@ final class Journal: Sendable {
             if let found = contents.damage {
                 let copy = directory + "/journal.damaged-\(Int(Date().timeIntervalSince1970))"
                 try FileOps.writeAtomically(Array(bytes[found.offset...]), to: copy)
-                damage = "journal damaged at byte \(found.offset) of \(bytes.count): \(found.reason);"
+                damage =
+                    "journal damaged at byte \(found.offset) of \(bytes.count): \(found.reason);"
                     + " kept \(contents.records.count) records before it, moved the rest to \(copy)"
                 if validLength < JournalFormat.headerSize { validLength = 0 }
                 try syscall("truncate", path: path) { ftruncate(fd, off_t(validLength)) }
@@ -128,7 +140,9 @@ final class Journal: Sendable {
                 var record: [UInt8] = []
                 JournalFormat.append(.nextID(replayed.nextID), to: &record)
                 try record.withUnsafeBytes { buffer in
-                    _ = try syscall("write", path: path) { pwrite(fd, buffer.baseAddress, buffer.count, off_t(validLength)) }
+                    _ = try syscall("write", path: path) {
+                        pwrite(fd, buffer.baseAddress, buffer.count, off_t(validLength))
+                    }
                 }
                 validLength += record.count
                 try syscall("fsync", path: path) { fsync(fd) }
@@ -138,11 +152,15 @@ final class Journal: Sendable {
                 let rewritten = try rewriteInCurrentFormat(replayed, path: path, replacing: fd)
                 fd = rewritten.fd
                 validLength = rewritten.length
-                Log.notice("journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
+                Log.notice(
+                    "journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
             }
             let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.records.count)
             journal.startWriter()
-            return (journal, Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage))
+            return (
+                journal,
+                Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage)
+            )
         } catch {
             Glibc.close(fd)
             throw error
@@ -157,11 +175,13 @@ final class Journal: Sendable {
         let bytes = JournalFormat.header() + JournalFormat.encode(state.compactedRecords())
         do {
             try FileOps.writeAtomically(bytes, to: path)
+            CrashPoint.journalRewritten.reached()
         } catch {
             throw JournalOpenError(
-                message: "cannot rewrite \(path) in the current journal format: \(error); free some space and start again")
+                message:
+                    "cannot rewrite \(path) in the current journal format: \(error); free some space and start again")
         }
-        let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_CLOEXEC) }
+        let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
         guard lseek(fd, off_t(bytes.count), SEEK_SET) >= 0 else {
             let error = SystemError("seek", path: path)
             Glibc.close(fd)
@@ -182,20 +202,44 @@ final class Journal: Sendable {
         wake.signal()
     }
 
-    /// Queues records and returns once they are on disk. The records are queued before this
-    /// suspends, so calls from one actor keep their order.
-    func appendDurably(_ records: [JournalRecord]) async throws {
+    /// Where a durable append stands in the journal's order.
+    struct DurableTicket: Sendable {
+        fileprivate let sequence: UInt64
+    }
+
+    /// A durable append, step one: queues the records now, on the caller's thread, so that the
+    /// records an actor queues keep the order of its changes. (An async method of this class runs
+    /// on the global executor: the actor could queue a later change first, and a cleared job could
+    /// come back after a restart.) Step two is `waitUntilDurable`.
+    func queueDurably(_ records: [JournalRecord]) -> DurableTicket {
         let bytes = JournalFormat.encode(records)
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            state.withLock { state in
-                let sequence = state.nextSequence
-                state.nextSequence += 1
-                state.queue.append(.records(bytes, sequence: sequence))
-                state.recordsSinceCompaction += records.count
-                state.waiters.append((sequence, continuation))
-            }
-            wake.signal()
+        let sequence = state.withLock { state in
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.queue.append(.records(bytes, sequence: sequence))
+            state.recordsSinceCompaction += records.count
+            state.durableQueued.insert(sequence)
+            return sequence
         }
+        wake.signal()
+        return DurableTicket(sequence: sequence)
+    }
+
+    /// Returns once the records of `ticket` are on disk; throws what kept them off it.
+    func waitUntilDurable(_ ticket: DurableTicket) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let outcome: (any Error)?? = state.withLock { state in
+                if let outcome = state.durableOutcomes.removeValue(forKey: ticket.sequence) { return .some(outcome) }
+                state.durableWaiters[ticket.sequence] = continuation
+                return .none
+            }
+            if case .some(let failure) = outcome { Self.resume(continuation, failure) }
+        }
+    }
+
+    /// Both steps at once, for callers with no order of their own to keep (tests, tools).
+    func appendDurably(_ records: [JournalRecord]) async throws {
+        try await waitUntilDurable(queueDurably(records))
     }
 
     /// Replaces the file with `records` (the live state), in order with the appends around it.
@@ -246,7 +290,7 @@ final class Journal: Sendable {
             let (batch, hasWaiters, closing) = state.withLock { state in
                 let batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
-                return (batch, !state.waiters.isEmpty, state.closing)
+                return (batch, !state.durableQueued.isEmpty, state.closing)
             }
             // Each item's own failure: a compaction or a record that did not fit fails only the
             // appends it concerns, not the others written in the same batch.
@@ -289,19 +333,28 @@ final class Journal: Sendable {
 
     private func resumeWaiters(upTo sequence: UInt64, failures: [UInt64: any Error], syncFailure: (any Error)?) {
         let ready = state.withLock { state in
-            let ready = state.waiters.filter { $0.sequence <= sequence }
-            state.waiters.removeAll { $0.sequence <= sequence }
+            var ready: [(CheckedContinuation<Void, any Error>, (any Error)?)] = []
+            for written in state.durableQueued where written <= sequence {
+                state.durableQueued.remove(written)
+                let failure = failures[written] ?? syncFailure
+                if let waiter = state.durableWaiters.removeValue(forKey: written) {
+                    ready.append((waiter, failure))
+                } else {
+                    state.durableOutcomes[written] = .some(failure)
+                }
+            }
             return ready
         }
-        for waiter in ready {
-            let failure = failures[waiter.sequence] ?? syncFailure
-            if let failure = failure as? SystemError {
-                waiter.continuation.resume(throwing: WriteError(underlying: failure))
-            } else if let failure {
-                waiter.continuation.resume(throwing: failure)
-            } else {
-                waiter.continuation.resume()
-            }
+        for (waiter, failure) in ready { Self.resume(waiter, failure) }
+    }
+
+    private static func resume(_ waiter: CheckedContinuation<Void, any Error>, _ failure: (any Error)?) {
+        if let failure = failure as? SystemError {
+            waiter.resume(throwing: WriteError(underlying: failure))
+        } else if let failure {
+            waiter.resume(throwing: failure)
+        } else {
+            waiter.resume()
         }
     }
 
@@ -324,12 +377,16 @@ final class Journal: Sendable {
     /// directory, then continue appending to the new file.
     private func replaceFile(with bytes: [UInt8]) throws {
         let temp = directory + "/journal.compacting"
-        let fd = try syscall("create", path: temp) { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        unlink(temp)  // a leftover of a crash; never written through (O_EXCL | O_NOFOLLOW)
+        let fd = try syscall("create", path: temp) {
+            Glibc.open(temp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
         do {
             try bytes.withUnsafeBytes { (buffer) in try FileOps.writeAll(fd, buffer, path: temp) }
             try syscall("fsync", path: temp) { fsync(fd) }
             try syscall("rename", path: temp) { rename(temp, path) }
             try FileOps.syncDirectory(directory)
+            CrashPoint.journalCompacted.reached()
         } catch {
             Glibc.close(fd)
             unlink(temp)
@@ -348,7 +405,7 @@ final class Journal: Sendable {
         if caughtUp {
             Log.notice("journal: caught up: wrote the live state (\(bytes.count) bytes) after writes that failed")
         } else {
-            Log.debug("journal compacted to \(bytes.count) bytes")
+            Log.info("journal: compacted to \(bytes.count) bytes")
         }
     }
 }

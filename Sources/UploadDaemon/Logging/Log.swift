@@ -68,7 +68,7 @@ enum Log {
         let job = job()
         let text = "job \(job.id): \(message())"
         if journald {
-            JournalFields.send(message: text, level: level, job: job)
+            JournaldFields.send(message: text, level: level, job: job)
         } else {
             write(level, { text })
         }

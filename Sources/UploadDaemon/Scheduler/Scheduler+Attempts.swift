@@ -1,66 +1,94 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// Running transfer attempts: start, progress, and the outcome fed back into the state machine.
 extension Scheduler {
     func startAttempt(_ queued: Job) {
         var job = queued
-        job.start(at: Date())
+        // The target, and its transfer unless `auto` must probe the server first: made once,
+        // here, so that a destination no transfer can serve fails before the attempt starts.
+        let resolved = Result { () throws -> (ResolvedTarget, (any Transfer)?) in
+            let target = try TargetResolver(
+                config: config, environment: dependencies.environment, umask: dependencies.umask
+            )
+            .resolve(job)
+            let transfer =
+                target.needsProbe ? nil : try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
+            return (target, transfer)
+        }
+        if case .success(let (target, _)) = resolved, let reason = holdReason(for: target) {
+            hold(job, reason)
+            return
+        }
+        job.start(at: dependencies.now())
         let target: ResolvedTarget
-        do {
-            target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
-            if !target.probeForTus { _ = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http) }
-        } catch {
+        let transfer: (any Transfer)?
+        switch resolved {
+        case .success(let value):
+            (target, transfer) = value
+        case .failure(let error):
             store.apply(.job(job))
             finishWithoutTransfer(job, failure: error)
             return
         }
-        if job.resolvedProtocol == nil && !target.probeForTus { job.resolvedProtocol = target.uploadProtocol }
-        job.record("attempt \(job.attempts) started (\(target.probeForTus ? "auto" : target.uploadProtocol.rawValue))", at: Date())
+        if job.resolvedProtocol == nil && !target.needsProbe { job.resolvedProtocol = target.uploadProtocol }
+        job.record(
+            "attempt \(job.attempts) started (\(target.needsProbe ? "auto" : target.uploadProtocol.rawValue))",
+            at: dependencies.now())
         Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
-        store.apply(.job(job))
+        commitWithoutWaiting(job)
         dependencies.events.publishState(info(for: job))
-        dependencies.journal.append([.job(job)])
 
         let meter = ProgressMeter()
         let id = job.id
         let startedJob = job
         let makeTransfer = dependencies.makeTransfer
         let http = dependencies.http
+        let reachability = dependencies.reachability
         let task = Task { [weak self] in
             guard let self else { return }
             let outcome = await Self.runAttempt(
-                job: startedJob, target: target, meter: meter, scheduler: self,
-                makeTransfer: { try makeTransfer($0, http) }, http: http)
+                job: startedJob, target: target, transfer: transfer, meter: meter, scheduler: self,
+                makeTransfer: { try makeTransfer($0, http) }, http: http, reachability: reachability)
             await self.attemptEnded(id, outcome: outcome)
         }
         running[id] = RunningAttempt(task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target)
     }
 
     /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.
-    func protocolResolved(_ id: JobID, _ uploadProtocol: UploadProtocol) {
+    func protocolResolved(_ id: JobID, _ uploadProtocol: UploadProtocol, _ why: String) {
         guard var job = store.jobs[id] else { return }
         job.resolvedProtocol = uploadProtocol
-        job.record("the server speaks \(uploadProtocol.rawValue)", at: Date())
-        store.apply(.job(job))
-        dependencies.journal.append([.job(job)])
+        job.record(why, at: dependencies.now())
+        commitWithoutWaiting(job)
     }
 
     /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
     private static func runAttempt(
-        job: Job, target initialTarget: ResolvedTarget, meter: ProgressMeter, scheduler: Scheduler,
-        makeTransfer: @Sendable (UploadProtocol) throws -> any Transfer, http: HTTPClient
+        job: Job, target initialTarget: ResolvedTarget, transfer madeTransfer: (any Transfer)?, meter: ProgressMeter,
+        scheduler: Scheduler,
+        makeTransfer: @Sendable (UploadProtocol) throws -> any Transfer, http: any HTTPSending,
+        reachability: @Sendable (String, Bool) async -> Reachability.Answer
     ) async -> AttemptOutcome? {
         var target = initialTarget
+        let usesNetwork = target.uploadProtocol != .file
         do {
-            guard let snapshot = job.snapshot else { throw TransferFailure.source("job \(job.id) has no source snapshot") }
-            let source = try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
-            let id = job.id
-            if target.probeForTus {
-                target.settle(try await TusServer.speaksTus(http: http, target: target) ? .tus : .put)
-                await scheduler.protocolResolved(id, target.uploadProtocol)
+            guard let snapshot = job.snapshot else {
+                throw TransferFailure.source("job \(job.id) has no source snapshot")
             }
-            let transfer = try makeTransfer(target.uploadProtocol)
+            let source = try Self.openSource(of: job, snapshot: snapshot)
+            let id = job.id
+            // Offline, nothing is tried: the job waits for the network and spends no attempt.
+            if usesNetwork, case .unreachable(let reason) = await reachability(target.url, false) {
+                return .noNetwork(reason)
+            }
+            if target.needsProbe {
+                let (chosen, why) = try await TransferRegistry.resolveAuto(http: http, target: target)
+                target.settle(chosen)
+                await scheduler.protocolResolved(id, target.uploadProtocol, why)
+            }
+            let transfer = try madeTransfer ?? makeTransfer(target.uploadProtocol)
             let context = TransferContext(
                 job: job, target: target, source: source, meter: meter,
                 commit: { [weak scheduler] acked, checkpoint, durable in
@@ -72,11 +100,33 @@ extension Scheduler {
             return nil
         } catch let failure as TransferFailure {
             if Task.isCancelled { return nil }
+            // The network may have gone away during the attempt: then it did not count either.
+            if usesNetwork, ["network", "timeout", "stalled"].contains(failure.error.code),
+                case .unreachable(let reason) = await reachability(target.url, true)
+            {
+                return .noNetwork(reason)
+            }
             return .failed(failure.error, retryable: failure.retryable, retryAfter: failure.retryAfter)
         } catch {
             if Task.isCancelled { return nil }
             return .failed(JobError(code: "internal", message: "\(error)"), retryable: true, retryAfter: nil)
         }
+    }
+
+    /// What an attempt sends: the prepared file when preparation made one (checked against the
+    /// journaled SHA-256, so that a resume sends the bytes the server already has part of), else
+    /// the snapshot.
+    private static func openSource(of job: Job, snapshot: SourceSnapshot) throws -> SourceFile {
+        guard let prepared = job.prepared, prepared.path != snapshot.path else {
+            return try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
+        }
+        let source = try SourceFile(cachedFile: prepared.path, displayPath: job.spec.source)
+        guard source.size == prepared.size, try source.sha256Hex() == prepared.sha256 else {
+            throw TransferFailure.source(
+                "the prepared copy of \(job.spec.source) (\(prepared.path)) changed in the cache since it was made; add the file again"
+            )
+        }
+        return source
     }
 
     /// Journals bytes the server has committed, and the protocol's checkpoint.
@@ -90,9 +140,8 @@ extension Scheduler {
     /// A transfer's remark for the job's history.
     func note(_ id: JobID, _ message: String) {
         guard var job = store.jobs[id] else { return }
-        job.record(message, at: Date())
-        store.apply(.job(job))
-        dependencies.journal.append([.job(job)])
+        job.record(message, at: dependencies.now())
+        commitWithoutWaiting(job)
         Log.job(.notice, JobLogContext(job), message)
     }
 
@@ -102,17 +151,38 @@ extension Scheduler {
         defer { fillSlots() }
         guard var job = store.jobs[id] else { return }
         guard let outcome else {
-            // Stopped on purpose. A job paused and resumed meanwhile is queued again: let it start.
+            // Stopped on purpose: the daemon survived this attempt.
+            if job.crashes > 0 {
+                job.crashes = 0
+                commitWithoutWaiting(job)
+            }
+            // A job paused and resumed meanwhile is queued again: let it start.
             enqueue(job)
             return
         }
         let madeProgress = job.bytesAcked > attempt.ackedAtStart
-        let effects = job.finishAttempt(outcome, madeProgress: madeProgress, policy: config.retry, at: Date())
+        let effects = job.finishAttempt(
+            outcome, madeProgress: madeProgress, policy: config.retry, at: dependencies.now())
         guard !effects.isEmpty else { return }
         logOutcome(job)
-        // The next job starts while this one's new state is being synced.
+        if case .noNetwork = outcome {
+            // Held until the network changes (`networkChanged`), not retried on a timer.
+            commitWithoutWaiting(job)
+            waiting[id] = .network
+            dependencies.events.publishState(info(for: job))
+            return
+        }
+        guard job.state.isTerminal else {
+            // Queued for a retry, which may start at once: its record goes into the journal now,
+            // before the new attempt's own, so that the file keeps the order of what happened.
+            commitWithoutWaiting(job)
+            dependencies.events.publishState(info(for: job))
+            enqueue(job)
+            return
+        }
+        // The next job starts while this one's final state is being synced (nothing can start
+        // this one again: it is done).
         store.apply(.job(job))
-        enqueue(job)
         fillSlots()
         do {
             // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
@@ -120,7 +190,7 @@ extension Scheduler {
             // the job back without its bytes.
             let snapshots = dependencies.snapshots
             try await commit(job, durable: job.state.isTerminal) {
-                if effects.contains(.deleteCachedFile) { snapshots.discard(job.snapshot) }
+                if effects.contains(.deleteCachedFile) { snapshots.discardFiles(of: job) }
             }
         } catch {
             Log.error("job \(id): cannot journal its new state: \(error)")
@@ -132,12 +202,12 @@ extension Scheduler {
         var job = started
         let transferFailure = failure as? TransferFailure ?? .config("\(failure)")
         _ = job.finishAttempt(
-            .failed(transferFailure.error, retryable: transferFailure.retryable, retryAfter: transferFailure.retryAfter),
-            madeProgress: false, policy: config.retry, at: Date())
+            .failed(
+                transferFailure.error, retryable: transferFailure.retryable, retryAfter: transferFailure.retryAfter),
+            madeProgress: false, policy: config.retry, at: dependencies.now())
         logOutcome(job)
-        store.apply(.job(job))
+        commitWithoutWaiting(job)
         dependencies.events.publishState(info(for: job))
-        dependencies.journal.append([.job(job)])
         enqueue(job)
     }
 
@@ -145,7 +215,9 @@ extension Scheduler {
         let context = JobLogContext(job)
         switch job.state {
         case .completed:
-            Log.job(.info, context, "completed: \(job.spec.source) -> \(job.result?.url ?? Redaction.redactURL(job.spec.destination))")
+            Log.job(
+                .info, context,
+                "completed: \(job.spec.source) -> \(job.result?.url ?? Redaction.redactURL(job.spec.destination))")
         case .failed:
             Log.job(.warning, context, "failed: \(job.error?.message ?? "unknown error")")
         case .queued:

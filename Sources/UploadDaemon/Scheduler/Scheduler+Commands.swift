@@ -1,56 +1,206 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// What the control socket asks of the queue.
 extension Scheduler {
     /// Adds a job: checks and snapshots the source, journals the job durably, then answers.
     func add(_ params: AddParams) async throws(RPCError) -> JobInfo {
-        let spec = try JobSpecBuilder.build(params)
-        if let token = spec.clientToken, let existing = clientTokens[token], let job = store.jobs[existing] {
-            return info(for: job)
+        try await add([params])[0].get()
+    }
+
+    /// Adds several jobs, as one `add` of many files does: each is checked and snapshotted (several
+    /// at once), the jobs that can be added get their IDs in the order given and are journaled in
+    /// one durable write, and they queue in that order. Each gets its own answer: one bad file
+    /// does not stop the others.
+    func add(_ batch: [AddParams]) async -> [Result<JobInfo, RPCError>] {
+        var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
+        var pending: [(index: Int, spec: JobSpec)] = []
+        var tokensInBatch: [String: Int] = [:]
+        var sameTokenAs: [(index: Int, first: Int)] = []
+        for (index, params) in batch.enumerated() {
+            do throws(RPCError) {
+                var spec = try JobSpecBuilder.build(params)
+                applyRemoteDefaults(&spec)
+                try checkAgainstConfig(spec)
+                if let token = spec.clientToken {
+                    if let existing = clientTokens[token], let job = store.jobs[existing] {
+                        results[index] = .success(info(for: job))
+                        continue
+                    }
+                    if let first = tokensInBatch[token] {
+                        sameTokenAs.append((index, first))
+                        continue
+                    }
+                    tokensInBatch[token] = index
+                }
+                guard !stopping else {
+                    throw RPCError(
+                        code: RPCError.shuttingDownCode,
+                        message: "uploadd is stopping; add the file again once it is back")
+                }
+                pending.append((index, spec))
+            } catch {
+                results[index] = .failure(error)
+            }
         }
-        guard !stopping else { throw RPCError(code: RPCError.shuttingDownCode, message: "uploadd is stopping; add the file again once it is back") }
+
+        // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
         let snapshots = dependencies.snapshots
-        let source = spec.source
-        let original: SourceSnapshot
-        do {
-            // Checked before an ID is handed out, so a mistyped path does not leave a gap in the IDs.
-            original = try await Blocking.run { try snapshots.original(of: source) }
-        } catch {
-            throw RPCError(code: RPCError.sourceErrorCode, message: (error as? TransferFailure)?.error.message ?? "\(error)")
+        let checked = await Self.concurrently(pending) { item in
+            try await Blocking.run { try snapshots.original(of: item.spec.source) }
         }
-        let id = JobID(reservedNextID)
-        reservedNextID += 1
-        let snapshot: SourceSnapshot
-        do {
-            // Without a copy to make, the file as just checked is the snapshot: one trip to the disk.
-            snapshot =
-                spec.snapshot == .none
-                ? original : try await Blocking.run { try snapshots.snapshot(source: source, id: id, mode: spec.snapshot) }
-        } catch let failure as TransferFailure {
-            let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
-            throw RPCError(code: code, message: failure.error.message)
-        } catch {
-            throw RPCError(code: RPCError.sourceErrorCode, message: "\(error)")
+        var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
+        for (item, outcome) in zip(pending, checked) {
+            switch outcome {
+            case .success(let original):
+                accepted.append((item.index, item.spec, original, JobID(reservedNextID)))
+                reservedNextID += 1
+            case .failure(let error):
+                results[item.index] = .failure(
+                    RPCError(
+                        code: RPCError.sourceErrorCode,
+                        message: (error as? TransferFailure)?.error.message ?? "\(error)"))
+            }
         }
-        let now = Date()
-        var job = Job(id: id, spec: spec, createdAt: now)
-        job.snapshot = snapshot
-        job.bytesTotal = snapshot.size
-        job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
-        if let token = spec.clientToken { clientTokens[token] = id }
-        do {
-            try await commit(job, durable: true)
-        } catch {
-            store.apply(.removed(id))
-            if let token = spec.clientToken { clientTokens[token] = nil }
-            snapshots.discard(snapshot)
-            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)")
+        // Without a copy to make, the file as just checked is the snapshot: one trip to the disk.
+        let copied = await Self.concurrently(accepted) { item in
+            item.spec.snapshot == .none
+                ? item.original
+                : try await Blocking.run {
+                    try snapshots.snapshot(source: item.spec.source, id: item.id, mode: item.spec.snapshot)
+                }
         }
-        enqueue(job)
-        fillSlots()
-        Log.job(.info, JobLogContext(job), "added: \(spec.source) -> \(Redaction.redactURL(spec.destination))")
-        return info(for: store.jobs[id] ?? job)
+        var jobs: [(index: Int, job: Job)] = []
+        let now = dependencies.now()
+        for (item, outcome) in zip(accepted, copied) {
+            switch outcome {
+            case .success(let snapshot):
+                var job = Job(id: item.id, spec: item.spec, createdAt: now)
+                job.snapshot = snapshot
+                job.bytesTotal = snapshot.size
+                job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
+                jobs.append((item.index, job))
+            case .failure(let failure as TransferFailure):
+                let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
+                results[item.index] = .failure(RPCError(code: code, message: failure.error.message))
+            case .failure(let error):
+                results[item.index] = .failure(RPCError(code: RPCError.sourceErrorCode, message: "\(error)"))
+            }
+        }
+        // The copies' names are on disk before any add is acknowledged (their data already is).
+        if jobs.contains(where: { $0.job.snapshot?.isCached == true }) {
+            do {
+                try await Blocking.run { try snapshots.syncFolder() }
+            } catch {
+                for (index, job) in jobs {
+                    snapshots.discardFiles(of: job)
+                    results[index] = .failure(
+                        RPCError(code: RPCError.sourceErrorCode, message: "cannot save the copy: \(error)"))
+                }
+                jobs = []
+            }
+        }
+        if !jobs.isEmpty {
+            for (_, job) in jobs {
+                store.apply(.job(job))
+                if let token = job.spec.clientToken { clientTokens[token] = job.id }
+            }
+            do {
+                try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
+                for (index, job) in jobs {
+                    enqueue(job)
+                    Log.job(
+                        .info, JobLogContext(job),
+                        "added: \(job.spec.source) -> \(Redaction.redactURL(job.spec.destination))")
+                    results[index] = .success(info(for: store.jobs[job.id] ?? job))
+                }
+                fillSlots()
+            } catch {
+                for (index, job) in jobs {
+                    _ = forgetInMemory(job)
+                    snapshots.discardFiles(of: job)
+                    results[index] = .failure(
+                        RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))
+                }
+            }
+        }
+        for (index, first) in sameTokenAs { results[index] = results[first] }
+        return results.map { $0 ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "not added")) }
+    }
+
+    /// What only the config can tell about a destination, checked at `add` rather than when the
+    /// job runs: that a named remote exists, and that the protocol fits the remote's URL.
+    /// What a remote's settings add to a job when it is added: its `image` SPEC, unless the job has
+    /// its own. Journaled with the job, so that a resume prepares with the same SPEC.
+    func applyRemoteDefaults(_ spec: inout JobSpec) {
+        guard spec.preparation.isEmpty, case .remote(let name, _)? = try? Destination.parse(spec.destination),
+            let image = config.remotes[name]?.image
+        else { return }
+        spec.preparation = [PreparationRequest(step: "image", options: image)]
+    }
+
+    func checkAgainstConfig(_ spec: JobSpec) throws(RPCError) {
+        do {
+            try preparer.validate(spec.preparation)
+        } catch {
+            throw RPCError(code: RPCError.invalidParamsCode, message: error.message)
+        }
+        guard case .remote(let name, let path)? = try? Destination.parse(spec.destination) else { return }
+        func invalid(_ message: String) -> RPCError { RPCError(code: RPCError.invalidParamsCode, message: message) }
+        guard let remote = config.remotes[name] else {
+            let known = config.remotes.keys.sorted()
+            let hint = known.isEmpty ? "no remotes are configured" : "configured: \(known.joined(separator: ", "))"
+            throw invalid(
+                "no remote named '\(name)' (\(hint)); add a [remote \(name)] section to the config, or give a URL: http(s)://, s3://, file:///"
+            )
+        }
+        guard let resolved = try? Destination.parse(TargetResolver.join(remote.url, path)) else {
+            throw invalid("remote '\(name)' has a url uploadd cannot use: \(Redaction.redactURL(remote.url))")
+        }
+        let uploadProtocol = spec.uploadProtocol == .auto ? remote.uploadProtocol : spec.uploadProtocol
+        if let message = JobSpecBuilder.mismatch(uploadProtocol, resolved) { throw invalid(message) }
+    }
+
+    /// `work` for every item, at most 16 at once, the results in the items' order.
+    private static func concurrently<Item: Sendable, Value: Sendable>(
+        _ items: [Item], _ work: @escaping @Sendable (Item) async throws -> Value
+    ) async -> [Result<Value, any Error>] {
+        await withTaskGroup(of: (Int, Result<Value, any Error>).self) { group in
+            var results = [Result<Value, any Error>?](repeating: nil, count: items.count)
+            var next = 0
+            func startNext() {
+                guard next < items.count else { return }
+                let index = next
+                let item = items[index]
+                next += 1
+                group.addTask {
+                    do { return (index, .success(try await work(item))) } catch { return (index, .failure(error)) }
+                }
+            }
+            for _ in 0..<min(16, items.count) { startNext() }
+            while let (index, result) = await group.next() {
+                results[index] = result
+                startNext()
+            }
+            return results.map { $0! }
+        }
+    }
+
+    /// The reply when a change was made but its record could not reach the disk (a full disk): the
+    /// change holds and is saved by itself once there is room (`catchUpWithJournal`); until then a
+    /// crash would undo it. The error says so, rather than that nothing happened.
+    static func appliedButNotSaved(_ what: String, _ error: any Error) -> RPCError {
+        RPCError(
+            code: RPCError.noSpaceCode,
+            message:
+                "done (\(what)), but not saved yet: \(error); it is saved by itself as soon as there is room (a crash before that would undo it)"
+        )
+    }
+
+    static func describe(_ ids: [JobID]) -> String {
+        let shown = ids.prefix(5).map(\.description).joined(separator: ", ")
+        return (ids.count == 1 ? "job " : "jobs ") + shown + (ids.count > 5 ? " and \(ids.count - 5) more" : "")
     }
 
     func get(_ id: JobID) throws(RPCError) -> JobInfo {
@@ -69,31 +219,57 @@ extension Scheduler {
         return chosen.filter { wanted?.contains($0.state) ?? true }.map { info(for: $0) }
     }
 
-    /// pause, resume, cancel or remove: all named jobs or none (an unknown ID or a transition that
-    /// makes no sense changes nothing and says which).
+    /// pause, resume, cancel or remove one job: its error when it cannot.
     func perform(_ command: JobCommand, selection: JobSelection) async throws(RPCError) -> [JobInfo] {
+        let outcome = try await performEach(command, selection: selection)
+        if let failure = outcome.errors.first { throw RPCError(code: failure.code, message: failure.message) }
+        return outcome.jobs
+    }
+
+    /// pause, resume, cancel or remove each named job that can be (as `kill` and
+    /// transmission-remote do): the jobs acted on, and for each other one, why not.
+    func performEach(_ command: JobCommand, selection: JobSelection) async throws(RPCError)
+        -> (jobs: [JobInfo], errors: [JobFailure])
+    {
         let ids: [JobID]
         if selection.all == true {
-            guard command == .pause || command == .resume else {
-                throw RPCError.invalidParams("'all' works with pause and resume only; name the jobs to \(command.rawValue)")
+            guard selection.namedIDs.isEmpty else {
+                throw RPCError.invalidParams("give job IDs or 'all', not both")
             }
-            let from: Set<JobState> = command == .pause ? [.queued, .running] : [.paused]
+            // The states where the command does something (resume --all: paused jobs, and failed
+            // ones with a fresh budget, as the help says), narrowed to `states` when given.
+            var from = command.statesForAll
+            if let states = selection.states { from.formIntersection(states) }
             ids = store.jobs.values.filter { from.contains($0.state) }.map(\.id).sorted()
         } else {
+            guard selection.states == nil else {
+                throw RPCError.invalidParams("'states' narrows 'all'; with IDs, name just the jobs")
+            }
             ids = selection.namedIDs
             guard !ids.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
         }
-        let now = Date()
+        let now = dependencies.now()
         var planned: [(Job, JobEffects)] = []
+        var errors: [JobFailure] = []
         for id in ids {
-            guard var job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
+            guard var job = store.jobs[id] else {
+                errors.append(JobFailure(id: id, error: RPCError.jobNotFound(id)))
+                continue
+            }
             do {
                 let effects = try job.apply(command, at: now)
+                // Nothing changes (pausing a paused job): nothing to journal or log.
+                if effects.isEmpty && job == store.jobs[id] { continue }
                 planned.append((job, effects))
             } catch {
-                throw RPCError(code: RPCError.invalidTransitionCode, message: error.description)
+                errors.append(
+                    JobFailure(
+                        id: id, error: RPCError(code: RPCError.invalidTransitionCode, message: error.description)))
             }
         }
+        let unchanged = ids.filter { id in
+            !planned.contains { $0.0.id == id } && !errors.contains { $0.id == id }
+        }.compactMap { store.jobs[$0] }
         // Every job changes in this one actor turn (transfers stopped, queues updated, memory
         // applied) before the single durable write, so no job can start in between.
         var records: [JournalRecord] = []
@@ -101,14 +277,130 @@ extension Scheduler {
             records.append(applyInMemory(effects, for: job))
             Log.job(.info, JobLogContext(job), effects.contains(.forget) ? "removed" : job.state.rawValue)
         }
-        fillSlots()
-        do {
-            try await commitDurably(records, announcing: planned.map(\.0))
-        } catch {
-            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
+        if planned.contains(where: { $0.1.contains(.reschedule) }) { fillSlots() }
+        if !records.isEmpty {
+            do {
+                try await commitDurably(records, announcing: planned.map(\.0))
+            } catch {
+                throw Self.appliedButNotSaved("\(command.rawValue) \(Self.describe(planned.map(\.0.id)))", error)
+            }
         }
-        for (job, effects) in planned where effects.contains(.deleteCachedFile) { dependencies.snapshots.discard(job.snapshot) }
-        return planned.map { info(for: $0.0) }
+        for (job, effects) in planned where effects.contains(.deleteCachedFile) {
+            dependencies.snapshots.discardFiles(of: job)
+        }
+        let acted = planned.map(\.0) + unchanged
+        let order = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
+        return (acted.sorted { order[$0.id, default: 0] < order[$1.id, default: 0] }.map { info(for: $0) }, errors)
+    }
+
+    /// Sets a job's priority: queued jobs take their new place in the queue at once (a running
+    /// transfer is not interrupted). Journaled, so the order survives a restart.
+    func setPriority(_ id: JobID, to priority: Int) async throws(RPCError) -> JobInfo {
+        guard (-1000...1000).contains(priority) else {
+            throw RPCError.invalidParams("priority must be from -1000 to 1000")
+        }
+        guard var job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
+        let old = job.spec.priority
+        guard old != priority else { return info(for: job) }
+        job.spec.priority = priority
+        job.record("priority \(old) → \(priority)", at: dependencies.now())
+        return try await replace(job, "priority of job \(id)")
+    }
+
+    /// Moves a job in the queue: to the top or bottom, or right before or after another job (whose
+    /// priority it takes). Paused jobs keep their place too; running and finished ones are not in
+    /// the queue. Journaled, so the order survives a restart.
+    func move(_ params: MoveParams) async throws(RPCError) -> JobInfo {
+        let targets = [params.top == true, params.bottom == true, params.before != nil, params.after != nil]
+        guard targets.filter({ $0 }).count == 1 else {
+            throw RPCError.invalidParams("say where to move the job: exactly one of top, bottom, before or after")
+        }
+        guard var job = store.jobs[params.id] else { throw RPCError.jobNotFound(params.id) }
+        func waitsItsTurn(_ job: Job) -> Bool { job.state == .queued || job.state == .paused }
+        guard waitsItsTurn(job) else {
+            throw RPCError(
+                code: RPCError.invalidTransitionCode,
+                message: "job \(job.id) is \(job.state.rawValue); only queued and paused jobs have a place in the queue"
+            )
+        }
+        let anchorID = params.before ?? params.after
+        if let anchorID {
+            guard anchorID != job.id else { throw RPCError.invalidParams("a job cannot move next to itself") }
+            guard let anchor = store.jobs[anchorID] else { throw RPCError.jobNotFound(anchorID) }
+            guard waitsItsTurn(anchor) else {
+                throw RPCError(
+                    code: RPCError.invalidTransitionCode,
+                    message: "job \(anchorID) is \(anchor.state.rawValue): it has no place in the queue to move next to"
+                )
+            }
+        }
+        var others = store.jobs.values.filter { waitsItsTurn($0) && $0.id != job.id }
+            .sorted { QueuePlace.startsBefore(($0.id, $0.place), ($1.id, $1.place)) }
+        // Where it goes: between `previous` and `next` (either may be nil at an end).
+        let (previous, next): (Job?, Job?)
+        if let before = params.before, let index = others.firstIndex(where: { $0.id == before }) {
+            (previous, next) = (index > 0 ? others[index - 1] : nil, others[index])
+        } else if let after = params.after, let index = others.firstIndex(where: { $0.id == after }) {
+            (previous, next) = (others[index], index + 1 < others.count ? others[index + 1] : nil)
+        } else if params.top == true {
+            (previous, next) = (nil, others.first)
+        } else {
+            (previous, next) = (others.last, nil)
+        }
+        // It takes the priority of the job it goes next to (the first one's for the top, the last one's
+        // for the bottom), and a rank between its neighbours of that priority.
+        let anchor = anchorID.flatMap { store.jobs[$0] }
+        let priority =
+            anchor?.spec.priority ?? (params.top == true ? next : previous)?.spec.priority ?? job.spec.priority
+        let before = previous?.spec.priority == priority ? previous : nil
+        let after = next?.spec.priority == priority ? next : nil
+        if let before, let after, after.place.rank - before.place.rank < 2 {
+            // No room between them: the jobs of that priority get evenly spaced ranks again.
+            var renumbered: [Job] = []
+            for index in others.indices where others[index].spec.priority == priority {
+                others[index].rank = Int64(index + 1) &<< 16
+                renumbered.append(others[index])
+            }
+            for changed in renumbered { _ = try await replace(changed, "the order of the queue") }
+            return try await move(params)
+        }
+        let gap: Int64 = 1 << 16
+        let rank: Int64
+        switch (before, after) {
+        case (let before?, let after?): rank = before.place.rank + (after.place.rank - before.place.rank) / 2
+        case (nil, let after?): rank = after.place.rank - gap
+        case (let before?, nil): rank = before.place.rank + gap
+        case (nil, nil): rank = job.place.rank
+        }
+        let destination =
+            if let before = params.before { "before job \(before)" } else if let after = params.after {
+                "after job \(after)"
+            } else { params.top == true ? "to the top" : "to the bottom" }
+        if priority != job.spec.priority {
+            job.record("priority \(job.spec.priority) → \(priority)", at: dependencies.now())
+        }
+        job.spec.priority = priority
+        job.rank = rank
+        job.record("moved \(destination)", at: dependencies.now())
+        return try await replace(job, "the move of job \(job.id)")
+    }
+
+    /// Takes a job's new place in the queues and journals it.
+    private func replace(_ changed: Job, _ what: String) async throws(RPCError) -> JobInfo {
+        guard let current = store.jobs[changed.id] else { throw RPCError.jobNotFound(changed.id) }
+        let (wasReady, wasWaitingToPrepare) = (ready.contains(changed.id), toPrepare.contains(changed.id))
+        ready.remove(changed.id, at: current.place)
+        toPrepare.remove(changed.id, at: current.place)
+        if wasReady { ready.insert(changed.id, at: changed.place) }
+        if wasWaitingToPrepare { toPrepare.insert(changed.id, at: changed.place) }
+        store.apply(.job(changed))
+        do {
+            try await commitDurably([.job(changed)], announcing: [changed])
+        } catch {
+            throw Self.appliedButNotSaved(what, error)
+        }
+        fillSlots()
+        return info(for: store.jobs[changed.id] ?? changed)
     }
 
     /// Drops completed, failed and canceled jobs, and their cached files.
@@ -118,42 +410,64 @@ extension Scheduler {
         do {
             try await commitDurably(records, announcing: finished)
         } catch {
-            throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
+            throw Self.appliedButNotSaved("clear \(finished.count) finished jobs", error)
         }
-        for job in finished { dependencies.snapshots.discard(job.snapshot) }
+        for job in finished { dependencies.snapshots.discardFiles(of: job) }
+        HeapTrimmer.trimSoon()
         return finished.map { info(for: $0) }
     }
 
     /// Removes uploaded files from their servers, then forgets the jobs. Jobs not completed are
     /// removed as `remove` would (their partial uploads are discarded).
     func delete(_ ids: [JobID]) async throws(RPCError) -> [JobInfo] {
+        let outcome = try await deleteEach(ids)
+        if let failure = outcome.errors.first { throw RPCError(code: failure.code, message: failure.message) }
+        return outcome.jobs
+    }
+
+    /// Deletes each job's upload from its server and forgets the job; jobs not completed are
+    /// removed as `remove` would. Each job that cannot be says why; the others go on.
+    func deleteEach(_ ids: [JobID]) async throws(RPCError) -> (jobs: [JobInfo], errors: [JobFailure]) {
         guard !ids.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
-        for id in ids where store.jobs[id] == nil { throw RPCError.jobNotFound(id) }
         var results: [JobInfo] = []
+        var errors: [JobFailure] = []
         for id in ids {
-            guard let job = store.jobs[id] else { continue }
-            if job.state == .completed {
-                do {
-                    let target = try TargetResolver(config: config, environment: dependencies.environment).resolve(job)
-                    let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
-                    try await transfer.deleteUploaded(job, target: target)
-                    Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
-                } catch {
-                    let message = (error as? TransferFailure)?.error.message ?? "\(error)"
-                    throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(id): delete failed: \(message)")
+            guard let job = store.jobs[id] else {
+                errors.append(JobFailure(id: id, error: RPCError.jobNotFound(id)))
+                continue
+            }
+            do throws(RPCError) {
+                if job.state == .completed {
+                    try await deleteUpload(of: job)
+                    results.append(info(for: job))
+                } else {
+                    results += try await perform(.remove, selection: JobSelection(ids: [id]))
                 }
-                do {
-                    try await commitDurably([applyInMemory([.deleteCachedFile, .forget], for: job)], announcing: [job])
-                    dependencies.snapshots.discard(job.snapshot)
-                } catch {
-                    throw RPCError(code: RPCError.noSpaceCode, message: "cannot journal the change: \(error)")
-                }
-                results.append(info(for: job))
-            } else {
-                results += try await perform(.remove, selection: JobSelection(ids: [id]))
+            } catch {
+                errors.append(JobFailure(id: id, error: error))
             }
         }
-        return results
+        return (results, errors)
+    }
+
+    private func deleteUpload(of job: Job) async throws(RPCError) {
+        do {
+            let target = try TargetResolver(
+                config: config, environment: dependencies.environment, umask: dependencies.umask
+            ).resolve(job)
+            let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
+            try await transfer.deleteUploaded(job, target: target)
+            Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
+        } catch {
+            let message = (error as? TransferFailure)?.error.message ?? "\(error)"
+            throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(job.id): delete failed: \(message)")
+        }
+        do {
+            try await commitDurably([applyInMemory([.deleteCachedFile, .forget], for: job)], announcing: [job])
+            dependencies.snapshots.discardFiles(of: job)
+        } catch {
+            throw Self.appliedButNotSaved("delete job \(job.id)", error)
+        }
     }
 
     /// Acts on a transition's effects in memory, at once, and returns the record to journal.
@@ -166,8 +480,8 @@ extension Scheduler {
             // The server holds a partial upload: the job stays (canceled, with its checkpoint) in the
             // journal until the server has dropped it, so a crash in between retries the discard.
             let forget = effects.contains(.forget)
-            if forget, !job.state.isTerminal { _ = try? job.apply(.cancel, at: Date()) }
-            if forget { job.record("removing: the server drops the partial upload first", at: Date()) }
+            if forget, !job.state.isTerminal { _ = try? job.apply(.cancel, at: dependencies.now()) }
+            if forget { job.record("removing: the server drops the partial upload first", at: dependencies.now()) }
             discardPartialUpload(of: job, thenForget: forget)
         } else if effects.contains(.forget) {
             return forgetInMemory(job)
@@ -194,13 +508,14 @@ extension Scheduler {
                 if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
                 do {
                     let target = try TargetResolver(config: config, environment: environment).resolve(latest)
-                    if !target.probeForTus {
+                    if !target.needsProbe {
                         try await makeTransfer(target.uploadProtocol, http).discardPartialUpload(latest, target: target)
                     }
                     await self?.partialUploadDiscarded(job.id, forget: forget)
                     return
                 } catch {
-                    Log.job(.warning, JobLogContext(latest), "could not discard the partial upload on the server: \(error)")
+                    Log.job(
+                        .warning, JobLogContext(latest), "could not discard the partial upload on the server: \(error)")
                 }
             }
         }
@@ -223,7 +538,26 @@ extension Scheduler {
         }
     }
 
-    func status(socket: String, startedAt: Date, journalDamage: String?, configWarnings: [String]) -> DaemonStatus {
+    /// Limits all uploads together to `rate` bytes per second (nil: no limit), shared equally among
+    /// the running ones; they follow within a second. Kept across restarts until changed.
+    func setBandwidthLimit(_ rate: Int64?) throws(RPCError) -> Int64? {
+        do {
+            try dependencies.bandwidthLimitFile?.save(rate)
+        } catch {
+            throw RPCError(
+                code: RPCError.noSpaceCode,
+                message: "cannot keep the bandwidth limit in the state directory: \(error); nothing changed")
+        }
+        bandwidthLimit = rate
+        dependencies.applyBandwidthLimit(rate)
+        Log.info(rate.map { "bandwidth limit: \(ByteSize.formatRate(Double($0)))" } ?? "bandwidth limit: off")
+        reportStatusIfChanged()
+        return rate
+    }
+
+    func status(
+        socket: String, startedAt: Date, journalDamage: String?, configWarnings: [String], configErrors: [String]
+    ) -> DaemonStatus {
         let counts = stateCounts()
         var byName: [String: Int] = [:]
         for state in JobState.allCases { byName[state.rawValue] = counts[state] ?? 0 }
@@ -232,6 +566,7 @@ extension Scheduler {
             speed: running.values.reduce(0) { $0 + $1.meter.speed }, maxTransfers: config.maxTransfers,
             stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
             cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
-            journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings)
+            journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings,
+            configErrors: configErrors, bandwidthLimit: bandwidthLimit)
     }
 }

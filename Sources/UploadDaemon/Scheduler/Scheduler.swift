@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// Owns the queue: every job, its state machine, the journal records that change it, and the
 /// running transfers. Every change is a journal record applied to memory and appended to disk in
@@ -7,16 +8,29 @@ import UploadCore
 actor Scheduler {
     struct Dependencies: Sendable {
         var journal: Journal
-        var http: HTTPClient
+        var http: any HTTPSending
         var snapshots: SnapshotCache
         var events: EventHub
         var environment: [String: String]
+        /// The umask uploadd was started with (it runs with 077 itself).
+        var umask: mode_t = 0o022
         /// Short live status for systemd's STATUS=, called at most every half second while busy.
         var reportStatus: @Sendable (String) -> Void = { _ in }
+        /// Whether a URL's host can be reached now (`Reachability`; `fresh` skips its cache), asked
+        /// before an attempt and after a network failure. Tests script it; the daemon asks the kernel.
+        var reachability: @Sendable (_ url: String, _ fresh: Bool) async -> Reachability.Answer = { _, _ in .reachable }
         /// The seam between the queue and the network: tests put a scripted Transfer here.
-        var makeTransfer: @Sendable (UploadProtocol, HTTPClient) throws -> any Transfer = { uploadProtocol, http in
-            try TransferFactory.transfer(for: uploadProtocol, http: http)
+        var makeTransfer: @Sendable (UploadProtocol, any HTTPSending) throws -> any Transfer = { uploadProtocol, http in
+            try TransferRegistry.transfer(for: uploadProtocol, http: http)
         }
+        /// The time of day for job records (history, next attempt, retry budget): tests move it
+        /// forward instead of sleeping. Timers still wait in real time for the difference.
+        var now: @Sendable () -> Date = { Date() }
+        /// Where the bandwidth limit is kept (nil: nowhere, for tests), and how it reaches the transfers.
+        var bandwidthLimitFile: BandwidthLimitFile?
+        var applyBandwidthLimit: @Sendable (Int64?) -> Void = { _ in }
+        /// The preparation steps jobs can ask for, by name; tests add their own.
+        var preparationSteps: [String: any PreparationStep] = PreparationRegistry.steps
     }
 
     struct RunningAttempt {
@@ -32,8 +46,21 @@ actor Scheduler {
     var ready = ReadyQueue()
     /// Queued jobs waiting for their retry time.
     var delayed: Set<JobID> = []
+    /// Queued jobs held back, and why: no network (`networkChanged` releases them), a metered
+    /// connection or battery power (`conditionsChanged` does).
+    var waiting: [JobID: WaitReason] = [:]
+    /// The connection and power, as NetworkManager and UPower say.
+    var conditions = PowerAndNetwork()
     var running: [JobID: RunningAttempt] = [:]
+    /// Queued jobs whose preparation has not run, in the order they would start.
+    var toPrepare = ReadyQueue()
+    /// Preparations under way: they run ahead of uploads and take no transfer slot. `run` tells
+    /// a preparation from an earlier one of the same job (paused, resumed) that has not ended yet.
+    var preparing: [JobID: (run: UInt64, task: Task<Void, Never>)] = [:]
+    var preparationRuns: UInt64 = 0
     var clientTokens: [String: JobID] = [:]
+    /// All uploads together, bytes per second (`uploadctl limit`); nil: none.
+    var bandwidthLimit: Int64?
     var reservedNextID: UInt64
     var stopping = false
     private var retryTimer: Task<Void, Never>?
@@ -45,26 +72,42 @@ actor Scheduler {
     /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
     private var requeuedAtStart: [Job] = []
 
-    init(replayed: JournalState, config: DaemonConfig, dependencies: Dependencies) {
+    /// `crashed`: the daemon died of a fatal signal last time (`CrashMarker`), so the jobs still
+    /// running in the journal are suspects; otherwise it was killed or lost power, which is not
+    /// their doing.
+    init(replayed: JournalState, config: DaemonConfig, dependencies: Dependencies, crashed: Bool = false) {
         self.dependencies = dependencies
         self.config = config
+        bandwidthLimit = dependencies.bandwidthLimitFile?.load()
+        dependencies.applyBandwidthLimit(bandwidthLimit)
         var store = replayed
-        let now = Date()
+        let now = dependencies.now()
         var requeuedJobs: [Job] = []
         for job in replayed.jobs.values where job.state == .running {
-            var requeued = job
-            requeued.requeueAfterRestart(at: now)
-            store.apply(.job(requeued))
-            requeuedJobs.append(requeued)
+            var recovered = job
+            if crashed {
+                recovered.recoverAfterCrash(at: now)
+            } else {
+                recovered.requeueAfterRestart(at: now, "uploadd was interrupted (killed, or a power cut); resuming")
+            }
+            if recovered.state == .failed {
+                Log.job(.error, JobLogContext(recovered), recovered.error?.message ?? "failed after crashes")
+            }
+            store.apply(.job(recovered))
+            requeuedJobs.append(recovered)
         }
         self.store = store
         self.requeuedAtStart = requeuedJobs
         self.reservedNextID = store.nextID
-        var readyNow: [(id: JobID, priority: Int)] = []
+        var readyNow: [(id: JobID, place: QueuePlace)] = []
         for job in store.jobs.values {
             if let token = job.spec.clientToken { clientTokens[token] = job.id }
             guard job.state == .queued else { continue }
-            if let next = job.nextAttemptAt, next > now { delayed.insert(job.id) } else { readyNow.append((job.id, job.spec.priority)) }
+            if let next = job.nextAttemptAt, next > now {
+                delayed.insert(job.id)
+            } else {
+                readyNow.append((job.id, job.place))
+            }
         }
         ready = ReadyQueue(readyNow)
         // Here, before the control socket serves anyone: a copy made for a job added while the
@@ -73,14 +116,22 @@ actor Scheduler {
         // kill between their final record and the copy's deletion leaves one behind.
         dependencies.snapshots.removeOrphans(
             keeping: Set(
-                store.jobs.values.compactMap { job in
-                    job.snapshot?.isCached == true && job.state != .completed && job.state != .canceled ? job.snapshot?.path : nil
+                store.jobs.values.filter { $0.state != .completed && $0.state != .canceled }.flatMap { job in
+                    [job.snapshot?.isCached == true ? job.snapshot?.path : nil, job.prepared?.path].compactMap { $0 }
                 }))
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.
-    func start() {
-        if !requeuedAtStart.isEmpty { dependencies.journal.append(requeuedAtStart.map { .job($0) }) }
+    func start() async {
+        // Durable before anything runs: a job that crashes the daemon at once must find its crash
+        // counted at the next start, or it would crash it forever.
+        if !requeuedAtStart.isEmpty {
+            do {
+                try await journal(requeuedAtStart.map { .job($0) }, durable: true)
+            } catch {
+                Log.error("cannot journal the jobs interrupted by the last stop: \(error)")
+            }
+        }
         requeuedAtStart = []
         compactIfWorthwhile()
         // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
@@ -95,22 +146,41 @@ actor Scheduler {
     /// Applies a new config (SIGHUP or daemon.reload).
     func reload(_ newConfig: DaemonConfig) {
         config = newConfig
+        // What jobs wait for may be configured differently now.
+        _ = release { $0 == .metered || $0 == .battery }
         fillSlots()
     }
 
     /// Proves the actor is responsive: the watchdog pings systemd only after this returns.
     func heartbeat() -> Bool { !stopping }
 
-    /// Stops every transfer at its next safe point and waits for them. Running jobs stay `running`
-    /// in the journal, so the next start resumes them.
+    /// Stops every transfer at its next safe point and waits for them, then journals the jobs
+    /// that were running as queued: the next start resumes them, and knows that a job it still
+    /// finds running was interrupted by a crash (see `Job.recoverAfterCrash`).
     func shutdown() async {
         stopping = true
         retryTimer?.cancel()
         ticker?.cancel()
         journalCatchUp?.cancel()
-        let tasks = running.values.map(\.task)
+        let tasks = running.values.map(\.task) + preparing.values.map(\.task)
+        preparing.removeAll()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
+        var requeued: [JournalRecord] = []
+        let now = dependencies.now()
+        for case var job in store.jobs.values where job.state == .running {
+            job.requeueAfterRestart(at: now)
+            store.apply(.job(job))
+            requeued.append(.job(job))
+        }
+        guard !requeued.isEmpty else { return }
+        do {
+            try await journal(requeued, durable: true)
+        } catch {
+            Log.error(
+                "cannot journal that \(requeued.count) running jobs stopped: \(error); they count as interrupted at the next start"
+            )
+        }
     }
 
     // MARK: - Recording changes
@@ -119,49 +189,75 @@ actor Scheduler {
     /// announced to subscribers.
     func commit(_ job: Job, durable: Bool, beforeAnnouncing: () -> Void = {}) async throws {
         store.apply(.job(job))
-        compactIfWorthwhile()
         try await journal([.job(job)], durable: durable)
         beforeAnnouncing()
         // Subscribers hear of a change only once it is on disk (for durable changes).
         dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
     }
 
+    /// Applies a job's new state and appends it to the journal without waiting for the disk (a
+    /// start, a note for its history): for changes a crash may lose.
+    func commitWithoutWaiting(_ job: Job) {
+        store.apply(.job(job))
+        appendWithoutWaiting([.job(job)])
+    }
+
+    private func appendWithoutWaiting(_ records: [JournalRecord]) {
+        dependencies.journal.append(records)
+        compactIfWorthwhile()
+    }
+
     /// Drops a job from memory and returns the record that says so; the caller journals it.
     func forgetInMemory(_ job: Job) -> JournalRecord {
         store.apply(.removed(job.id))
-        ready.remove(job.id, priority: job.spec.priority)
-        delayed.remove(job.id)
+        unqueue(job)
         if let token = job.spec.clientToken { clientTokens[token] = nil }
+        delayed.shrinkIfSparse()
+        waiting.shrinkIfSparse()
+        clientTokens.shrinkIfSparse()
         return .removed(job.id)
     }
 
     /// Journals records of several changes in one durable append, then announces the jobs.
     func commitDurably(_ records: [JournalRecord], announcing jobs: [Job]) async throws {
-        compactIfWorthwhile()
-        defer { for job in jobs { dependencies.events.publishState(info(for: store.jobs[job.id] ?? job)) } }
+        defer {
+            for job in jobs {
+                if let current = store.jobs[job.id] {
+                    dependencies.events.publishState(info(for: current))
+                } else {
+                    dependencies.events.publishRemoved(job.id)
+                }
+            }
+        }
         try await journal(records, durable: true)
     }
 
-    /// Appends records; a durable append returns once they are on disk. After a durable write
-    /// fails (a full disk) memory is ahead of the journal, so catching up starts.
+    /// Appends records (a durable append returns once they are on disk), then compacts the journal
+    /// when it has grown far beyond the live jobs: a clear of 100,000 jobs leaves a journal of a
+    /// few bytes. After a durable write fails (a full disk) memory is ahead of the journal, so
+    /// catching up starts.
     func journal(_ records: [JournalRecord], durable: Bool) async throws {
         guard durable else {
-            dependencies.journal.append(records)
+            appendWithoutWaiting(records)
             return
         }
         do {
-            try await dependencies.journal.appendDurably(records)
+            // Queued here, on the actor, in the order of the changes; only the wait leaves it.
+            let ticket = dependencies.journal.queueDurably(records)
+            try await dependencies.journal.waitUntilDurable(ticket)
         } catch {
             catchUpWithJournal()
             throw error
         }
+        compactIfWorthwhile()
     }
 
     /// Rewrites the journal when it holds far more records than live jobs.
     private func compactIfWorthwhile() {
         let written = dependencies.journal.recordsSinceCompaction
-        guard written > max(10_000, store.jobs.count * 4) else { return }
+        guard written > max(config.compactAfter, store.jobs.count * 4) else { return }
         dependencies.journal.compact(store.compactedRecords())
+        HeapTrimmer.trimSoon()  // what the compaction freed
     }
 
     /// After a failed write (a full disk) memory is ahead of the journal: every two seconds, until
@@ -190,35 +286,117 @@ actor Scheduler {
     // MARK: - Picking work
 
     /// Starts queued jobs until the limit of concurrent transfers is reached.
+    ///
+    /// A job whose attempt the daemon died in (`crashes > 0`) runs alone: nothing starts beside
+    /// it, and it waits for the running ones to end. Should it take the daemon down again, it is
+    /// the only suspect, and only it is failed.
     func fillSlots() {
         var skipped: [Job] = []
-        while !stopping, running.count < config.maxTransfers, let id = ready.popFirst() {
+        while !stopping, running.count < config.maxTransfers, !isRunningASuspect, let id = ready.popFirst() {
             guard let job = store.jobs[id], job.state == .queued else { continue }
+            if job.needsPreparation {
+                enqueue(job)  // its turn comes once it is prepared
+                continue
+            }
             if running[id] != nil {
                 skipped.append(job)  // its previous attempt is still stopping; it starts when that ends
                 continue
             }
+            if job.crashes > 0 && !running.isEmpty {
+                ready.insert(id, at: job.place)
+                break
+            }
             startAttempt(job)
         }
-        for job in skipped where !delayed.contains(job.id) { ready.insert(job.id, priority: job.spec.priority) }
+        for job in skipped where !delayed.contains(job.id) { ready.insert(job.id, at: job.place) }
+        fillPreparationSlots()
         updateTicker()
     }
 
+    private var isRunningASuspect: Bool { running.keys.contains { (store.jobs[$0]?.crashes ?? 0) > 0 } }
+
     /// Puts a queued job where it belongs: ready now, or delayed until its retry time.
     func enqueue(_ job: Job) {
-        guard job.state == .queued else { return }
-        if let next = job.nextAttemptAt, next > Date() {
+        guard job.state == .queued, waiting[job.id] == nil else { return }
+        if let next = job.nextAttemptAt, next > dependencies.now() {
             delayed.insert(job.id)
             armRetryTimer()
+        } else if job.needsPreparation {
+            delayed.remove(job.id)
+            if preparing[job.id] == nil { toPrepare.insert(job.id, at: job.place) }
         } else {
             delayed.remove(job.id)
-            ready.insert(job.id, priority: job.spec.priority)
+            ready.insert(job.id, at: job.place)
         }
     }
 
+    /// Takes a job out of every queue, and stops its preparation if one runs.
     func unqueue(_ job: Job) {
-        ready.remove(job.id, priority: job.spec.priority)
+        ready.remove(job.id, at: job.place)
+        toPrepare.remove(job.id, at: job.place)
+        preparing.removeValue(forKey: job.id)?.task.cancel()
         delayed.remove(job.id)
+        waiting[job.id] = nil
+    }
+
+    /// Links, addresses or routes changed: the jobs waiting for the network try now, and so do
+    /// those backing off after a network error, without waiting out their delay.
+    func networkChanged() {
+        var released = release { $0 == .network }
+        for id in delayed {
+            guard let job = store.jobs[id], job.state == .queued, let code = job.error?.code,
+                ["network", "timeout", "stalled"].contains(code)
+            else { continue }
+            delayed.remove(id)
+            ready.insert(id, at: job.place)
+            released += 1
+        }
+        if released > 0 { Log.info("the network changed: \(released) waiting jobs try again now") }
+        armRetryTimer()
+        fillSlots()
+        reportStatusIfChanged()
+    }
+
+    /// The connection turned metered or not, or the power changed: jobs held for it try again
+    /// (and are held again where that still applies).
+    func conditionsChanged(_ new: PowerAndNetwork) {
+        guard new != conditions else { return }
+        Log.info(
+            "connection \(new.metered ? "metered" : "not metered"), \(new.onBattery ? "on battery" : "on mains power")")
+        conditions = new
+        let released = release { $0 == .metered || $0 == .battery }
+        if released > 0 { Log.info("\(released) jobs held for the connection or the power try again") }
+        fillSlots()
+        reportStatusIfChanged()
+    }
+
+    /// Why a job must not start now, if it must not: a metered connection or battery power its
+    /// destination is set to spare. Local copies never wait.
+    func holdReason(for target: ResolvedTarget) -> WaitReason? {
+        guard target.uploadProtocol != .file else { return nil }
+        if conditions.metered && target.waitOnMetered { return .metered }
+        if conditions.onBattery && target.waitOnBattery { return .battery }
+        return nil
+    }
+
+    /// Keeps a queued job from starting until what it waits for changes.
+    func hold(_ job: Job, _ reason: WaitReason) {
+        guard waiting[job.id] != reason else { return }
+        waiting[job.id] = reason
+        Log.job(.info, JobLogContext(job), "waiting: \(reason.description)")
+        dependencies.events.publishState(info(for: job))
+    }
+
+    /// Lets the held jobs that match go back to the ready queue; returns how many.
+    private func release(_ matching: (WaitReason) -> Bool) -> Int {
+        var released = 0
+        for (id, reason) in waiting where matching(reason) {
+            waiting[id] = nil
+            guard let job = store.jobs[id], job.state == .queued else { continue }
+            ready.insert(id, at: job.place)
+            released += 1
+        }
+        return released
     }
 
     private func armRetryTimer() {
@@ -232,8 +410,8 @@ actor Scheduler {
         if retryTimer != nil, let deadline = retryTimerDeadline, deadline <= earliest { return }
         retryTimer?.cancel()
         retryTimerDeadline = earliest
+        let wait = max(0, earliest.timeIntervalSince(dependencies.now()))
         retryTimer = Task { [weak self] in
-            let wait = max(0, earliest.timeIntervalSinceNow)
             try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
             guard !Task.isCancelled else { return }
             await self?.retryTimerFired()
@@ -243,7 +421,7 @@ actor Scheduler {
     private func retryTimerFired() {
         retryTimer = nil
         retryTimerDeadline = nil
-        let now = Date()
+        let now = dependencies.now()
         for id in delayed {
             guard let job = store.jobs[id] else {
                 delayed.remove(id)
@@ -251,7 +429,7 @@ actor Scheduler {
             }
             if (job.nextAttemptAt ?? now) <= now {
                 delayed.remove(id)
-                if job.state == .queued { ready.insert(id, priority: job.spec.priority) }
+                if job.state == .queued { ready.insert(id, at: job.place) }
             }
         }
         armRetryTimer()
@@ -264,6 +442,7 @@ actor Scheduler {
     /// Idle, nothing ticks.
     private func updateTicker() {
         if running.isEmpty {
+            if ticker != nil && ready.isEmpty { HeapTrimmer.trimSoon() }  // the queue just went idle
             ticker?.cancel()
             ticker = nil
             reportStatusIfChanged()
@@ -281,25 +460,30 @@ actor Scheduler {
 
     private func tick() {
         if dependencies.events.hasSubscribers {
-            for (id, attempt) in running {
+            for id in running.keys {
                 guard let job = store.jobs[id], job.state == .running else { continue }
                 let info = info(for: job)
                 dependencies.events.publishProgress(
                     JobProgressEvent(
-                        id: id, bytesTotal: job.bytesTotal, bytesSent: attempt.meter.bytesSent, bytesAcked: job.bytesAcked,
+                        id: id, bytesTotal: job.bytesTotal, bytesSent: info.bytesSent, bytesAcked: job.bytesAcked,
                         speed: info.speed, eta: info.eta))
             }
         }
         reportStatusIfChanged()
     }
 
-    /// The short status line: "2 uploading, 5 queued, 38.2 MB/s".
+    /// The short status line: "2 uploading, 5 queued, 38.2 MiB/s".
     func statusText() -> String {
         let counts = stateCounts()
         let speed = running.values.reduce(0) { $0 + $1.meter.speed }
         var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
+        for reason in WaitReason.allCases {
+            let count = waiting.values.count { $0 == reason }
+            if count > 0 { parts.append("\(count) \(reason.description)") }
+        }
         if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
         if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
+        if let bandwidthLimit { parts.append("limit \(ByteSize.formatRate(Double(bandwidthLimit)))") }
         return parts.joined(separator: ", ")
     }
 
@@ -325,8 +509,24 @@ actor Scheduler {
     /// The public view of a job, with live numbers when it is running.
     func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
         if let attempt = running[job.id], job.state == .running {
-            return JobInfo(job: job, bytesSent: attempt.meter.bytesSent, speed: attempt.meter.speed, includeHistory: includeHistory)
+            let reading = attempt.meter.reading
+            return JobInfo(
+                job: job, bytesSent: attempt.meter.bytesSent, speed: reading.speed, speedSettled: reading.settled,
+                includeHistory: includeHistory)
         }
-        return JobInfo(job: job, includeHistory: includeHistory)
+        return JobInfo(job: job, includeHistory: includeHistory, waiting: waiting[job.id]?.rawValue)
+    }
+}
+
+/// What a queued job waits for before it may start; the raw value is `JobInfo.waiting`.
+enum WaitReason: String, CaseIterable, Sendable {
+    case network, metered, battery
+
+    var description: String {
+        switch self {
+        case .network: return "waiting for the network"
+        case .metered: return "waiting for an unmetered connection"
+        case .battery: return "waiting for mains power"
+        }
     }
 }

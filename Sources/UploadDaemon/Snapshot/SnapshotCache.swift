@@ -1,22 +1,53 @@
+import CShims
 import Foundation
 import Glibc
-import CShims
 import UploadCore
+import UploadWire
 
 /// Protects a job's bytes from changes between `add` and upload: a reflink into the cache when the
 /// file system can, else a copy when there is room, else the original with an identity guard.
 struct SnapshotCache: Sendable {
     let directory: String
+    /// Where preparation puts what it makes of a job's source (`Preparer`).
+    let preparedDirectory: String
 
     init(cacheDirectory: String) {
         directory = cacheDirectory + "/snapshots"
+        preparedDirectory = cacheDirectory + "/prepared"
     }
 
     func prepare() throws {
-        try FileOps.makeDirectory(directory)
+        try FileOps.preparePrivateDirectory(directory, what: "the snapshot folder", option: "--cache-dir")
+        try FileOps.preparePrivateDirectory(preparedDirectory, what: "the prepared-files folder", option: "--cache-dir")
     }
 
     func path(for id: JobID) -> String { "\(directory)/\(id)" }
+    /// A new name for what one preparation of job `id` makes: never the name of an earlier run's
+    /// file, which a cancelled run may still be removing.
+    func newPreparedPath(for id: JobID) -> String {
+        "\(preparedDirectory)/\(id)-\(UInt64.random(in: 0...UInt64.max).hexadecimal)"
+    }
+
+    /// A new, empty file for a preparation step to write (a leftover of a crash is replaced, never
+    /// written through).
+    func createPreparedFile(_ path: String) throws(TransferFailure) -> Int32 {
+        do {
+            return try FileOps.createFresh(path)
+        } catch {
+            let code = error.errno == ENOSPC ? "no_space" : "io"
+            throw TransferFailure(JobError(code: code, message: "preparation: \(error)"), retryable: code == "no_space")
+        }
+    }
+
+    func syncPreparedFolder() throws {
+        try FileOps.syncDirectory(preparedDirectory)
+    }
+
+    /// Deletes a job's prepared file when preparation made one (never the snapshot it may name).
+    func discard(_ prepared: PreparedFile?) {
+        guard let prepared, prepared.path.hasPrefix(preparedDirectory + "/") else { return }
+        unlink(prepared.path)
+    }
 
     /// Checks the source and takes its snapshot. Blocking: call it off the cooperative pool.
     /// The file itself, as it is now (what `--snapshot none` uploads): checked to be a regular
@@ -43,10 +74,10 @@ struct SnapshotCache: Sendable {
         if mode == .none { return original }
 
         let target = path(for: id)
-        unlink(target)
-        let targetFD = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard targetFD >= 0 else {
-            let error = SystemError("create snapshot", path: target)
+        let targetFD: Int32
+        do {
+            targetFD = try FileOps.createFresh(target, operation: "create snapshot")
+        } catch {
             if mode == .auto {
                 Log.warning("\(error); uploading job \(id) from the original file")
                 return original
@@ -58,11 +89,13 @@ struct SnapshotCache: Sendable {
             close(targetFD)
             if !done { unlink(target) }
         }
-        if CShims_reflink(targetFD, sourceFD) == 0 {
+        if CShims_reflink(targetFD, sourceFD) == 0, fsync(targetFD) == 0 {
             done = true
-            return SourceSnapshot(
+            var snapshot = SourceSnapshot(
                 kind: .reflink, path: target, size: original.size, device: original.device, inode: original.inode,
                 modificationTimeNanoseconds: original.modificationTimeNanoseconds)
+            snapshot.cachedCopy = Self.identity(of: targetFD)
+            return snapshot
         }
         // Leave some room for everything else on that file system: a copy never takes the last 64 MiB.
         let reserve: Int64 = 64 << 20
@@ -81,12 +114,36 @@ struct SnapshotCache: Sendable {
             let noSpace = (error as? SystemError)?.isNoSpace ?? false
             if noSpace && mode == .auto { return original }
             throw TransferFailure(
-                JobError(code: noSpace ? "no_space" : "io", message: "snapshot of \(source): \(error)"), retryable: false)
+                JobError(code: noSpace ? "no_space" : "io", message: "snapshot of \(source): \(error)"),
+                retryable: false)
         }
         done = true
-        return SourceSnapshot(
+        var snapshot = SourceSnapshot(
             kind: .copy, path: target, size: original.size, device: original.device, inode: original.inode,
             modificationTimeNanoseconds: original.modificationTimeNanoseconds)
+        snapshot.cachedCopy = Self.identity(of: targetFD)
+        return snapshot
+    }
+
+    /// The cached copy's own inode and mtime, journaled so that a file put in its place is noticed.
+    private static func identity(of fd: Int32) -> FileIdentity? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        return FileIdentity(
+            inode: UInt64(info.st_ino),
+            modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    /// fsync of the snapshot folder: the names of the copies made so far survive a power cut.
+    /// Called once for a batch of adds, before they are journaled and acknowledged.
+    func syncFolder() throws {
+        try FileOps.syncDirectory(directory)
+    }
+
+    /// Deletes what the cache holds for a job: its snapshot copy and its prepared file.
+    func discardFiles(of job: Job) {
+        discard(job.snapshot)
+        discard(job.prepared)
     }
 
     /// Deletes a job's cached file, if it has one.
@@ -95,16 +152,39 @@ struct SnapshotCache: Sendable {
         unlink(snapshot.path)
     }
 
-    /// Deletes cached files no job refers to (left by a crash between snapshot and journal).
+    /// Deletes cached files no job refers to (left by a crash between snapshot and journal, or
+    /// in the middle of a preparation).
+    ///
+    /// Only what the cache itself makes is touched: regular files of ours named by a job ID (and,
+    /// in the prepared folder, `ID-RUN` and `ID-RUN.N.partial`). Anything else is left alone and reported.
     func removeOrphans(keeping paths: Set<String>) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where !paths.contains(directory + "/" + name) {
-            unlink(directory + "/" + name)
-            Log.debug("removed orphaned snapshot \(name)")
+        for (folderPath, isPrepared) in [(directory, false), (preparedDirectory, true)] {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { continue }
+            let folder = open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard folder >= 0 else { continue }
+            defer { close(folder) }
+            for name in names where !paths.contains(folderPath + "/" + name) {
+                var info = stat()
+                guard JobID(name) != nil || (isPrepared && Self.isPreparedName(name)),
+                    fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                    info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid()
+                else {
+                    Log.warning("\(folderPath)/\(name) is not a file of uploadd's cache; left alone")
+                    continue
+                }
+                unlinkat(folder, name, 0)
+                Log.debug("removed orphaned \(isPrepared ? "prepared file" : "snapshot") \(name)")
+            }
         }
     }
 
-    /// FileCopy in a loop (copy_file_range where the kernel can), then fdatasync so the
+    /// `7-RUN` (job 7's prepared file) or `7-RUN.0.partial` (what its step 0 was writing).
+    private static func isPreparedName(_ name: String) -> Bool {
+        let parts = name.split(separator: "-", maxSplits: 1)
+        return parts.count == 2 && JobID(String(parts[0])) != nil
+    }
+
+    /// FileCopy in a loop (copy_file_range where the kernel can), then fsync so the
     /// copy is on disk before the job that relies on it is journaled.
     private func copyContents(from source: Int32, to target: Int32, length: Int64, target path: String) throws {
         var copied: Int64 = 0
@@ -114,30 +194,53 @@ struct SnapshotCache: Sendable {
             if count < 0 { throw SystemError("copy into", path: path) }
             if count == 0 { break }
         }
-        try syscall("fdatasync", path: path) { fdatasync(target) }
+        // fsync, not fdatasync: the copy's mtime is part of its identity (`FileIdentity`) and
+        // must survive a power cut as its bytes do.
+        try syscall("fsync", path: path) { fsync(target) }
     }
 }
 
 /// Checks that a path is a regular, readable file, with messages that say what to do.
 enum SourceCheck {
+    /// Opens `path` for reading and returns the descriptor, once `fstat` of that very descriptor
+    /// says it is a regular file: whatever is swapped in between a check and the open (a FIFO, a
+    /// device, a folder) is what gets checked.
     static func openRegularFile(_ path: String) throws(TransferFailure) -> Int32 {
+        // A stat first, only to refuse devices without opening them (opening one can have effects).
         var info = stat()
         guard stat(path, &info) == 0 else {
             let error = SystemError("read", path: path)
             if error.errno == ENOENT { throw .source("\(path) does not exist") }
             throw .source(error.description)
         }
+        try requireRegularFile(info, path)
+        // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else {
+            let error = SystemError("read", path: path)
+            if error.errno == ENOENT { throw .source("\(path) does not exist") }
+            throw .source(error.description)
+        }
+        do throws(TransferFailure) {
+            guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: path).description) }
+            try requireRegularFile(info, path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    private static func requireRegularFile(_ info: stat, _ path: String) throws(TransferFailure) {
         switch info.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: throw .source("\(path) is a directory; add the files in it (for example uploadctl add \(path)/*)")
+        case S_IFREG: return
+        case S_IFDIR:
+            throw .source(
+                "\(path) is a directory; add the files in it (for example: uploadctl add \"\(path)\"/* --to ...)")
         case S_IFIFO: throw .source("\(path) is a FIFO; only regular files can be uploaded (their size must be known)")
         case S_IFCHR, S_IFBLK: throw .source("\(path) is a device; only regular files can be uploaded")
         case S_IFSOCK: throw .source("\(path) is a socket; only regular files can be uploaded")
         default: throw .source("\(path) is not a regular file")
         }
-        // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else { throw .source(SystemError("read", path: path).description) }
-        return fd
     }
 }

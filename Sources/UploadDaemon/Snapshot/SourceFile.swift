@@ -1,6 +1,7 @@
 import CShims
 import Glibc
 import UploadCore
+import UploadWire
 
 /// A job's bytes, open for reading with pread from any thread.
 ///
@@ -17,17 +18,29 @@ final class SourceFile: Sendable {
         self.snapshot = snapshot
         self.displayPath = displayPath
         // O_NONBLOCK: a FIFO put in the file's place must not hang the open (regular files ignore it).
-        let fd = open(snapshot.path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        // A cached copy lives in our private folder: never through a symlink, and only our own file.
+        let noFollow = snapshot.isCached ? O_NOFOLLOW : 0
+        let fd = open(snapshot.path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | noFollow)
         guard fd >= 0 else {
             let error = SystemError("read", path: snapshot.path)
             if snapshot.kind == .original && error.errno == ENOENT {
-                throw .source("\(displayPath) was deleted after it was added (added with --snapshot none or no room for a copy); add it again")
+                throw .source(
+                    "\(displayPath) was deleted after it was added (added with --snapshot none or no room for a copy); add it again"
+                )
             }
             throw .source(error.description)
         }
         self.fd = fd
         self.size = snapshot.size
-        do {
+        do throws(TransferFailure) {
+            if snapshot.isCached {
+                var info = stat()
+                guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else {
+                    throw .source(
+                        "the cached copy of \(displayPath) (\(snapshot.path)) is not uploadd's own file any more; add the file again"
+                    )
+                }
+            }
             try verifyUnchanged()
         } catch {
             close(fd)
@@ -36,6 +49,21 @@ final class SourceFile: Sendable {
     }
 
     deinit { close(fd) }
+
+    /// A file of uploadd's own cache (a prepared file), by its path: as a cached snapshot would be
+    /// checked, never through a symlink and only a regular file of ours.
+    convenience init(cachedFile path: String, displayPath: String) throws(TransferFailure) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw .source(
+                "the prepared copy of \(displayPath) (\(path)) is gone from the cache; add the file again")
+        }
+        let snapshot = SourceSnapshot(
+            kind: .copy, path: path, size: Int64(info.st_size), device: UInt64(info.st_dev),
+            inode: UInt64(info.st_ino),
+            modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+        try self.init(snapshot: snapshot, displayPath: displayPath)
+    }
 
     /// Fails when the file no longer is what `add` saw.
     func verifyUnchanged() throws(TransferFailure) {
@@ -48,9 +76,17 @@ final class SourceFile: Sendable {
             || (snapshot.kind == .original
                 && (UInt64(info.st_ino) != snapshot.inode || UInt64(info.st_dev) != snapshot.device
                     || mtime != snapshot.modificationTimeNanoseconds))
+        // The mtime, not the inode: inode numbers do not survive a remount on every file system
+        // (FUSE, some network ones), and the copy's mtime is made durable with it.
+        if let copy = snapshot.cachedCopy, snapshot.isCached, mtime != copy.modificationTimeNanoseconds {
+            throw .source(
+                "the cached copy of \(displayPath) (\(snapshot.path)) was replaced or changed since it was made; add the file again"
+            )
+        }
         if changed {
             throw .source(
-                "\(displayPath) changed since it was added (size \(snapshot.size) → \(size)); add it again to upload the new content, or use --snapshot copy to upload a copy taken at add time")
+                "\(displayPath) changed since it was added (size \(snapshot.size) → \(size)); add it again to upload the new content, or use --snapshot copy to upload a copy taken at add time"
+            )
         }
     }
 

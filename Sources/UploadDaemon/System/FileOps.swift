@@ -1,15 +1,49 @@
 import Foundation
 import Glibc
+import UploadCore
+import UploadWire
 
 /// Small file-system operations the daemon needs, each with a clear error.
 enum FileOps {
     /// Creates `path` and its parents with `mode` if missing.
+    ///
+    /// Each folder it makes is made durable in its parent (fsync of the parent): a power cut must
+    /// not take away the folder that holds an acknowledged journal or snapshot.
     static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty, parent != path, parent != "/" { try makeDirectory(parent, mode: mode) }
-        if mkdir(path, mode) != 0 && errno != EEXIST { throw SystemError("create directory", path: path) }
+        if mkdir(path, mode) == 0 {
+            try syncDirectory(parent.isEmpty ? "/" : parent)
+        } else if errno != EEXIST {
+            throw SystemError("create directory", path: path)
+        }
+    }
+
+    /// Makes `path` (and missing parents, 0700) and checks that it is a folder only we can change:
+    /// ours, not a symlink, not writable by group or others. Files in it are then safe from other
+    /// users: nobody else can plant a symlink or swap a file there. `what` and `fix` name it in the
+    /// refusal ("the state directory", "--state-dir").
+    static func preparePrivateDirectory(_ path: String, what: String, option: String) throws {
+        try makeDirectory(path)
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw SystemError("stat", path: path) }
+        func refuse(_ reason: String, _ fix: String) -> PrivateDirectoryError {
+            PrivateDirectoryError(
+                message: "refusing \(path) as \(what): \(reason); \(fix), or choose another with \(option)")
+        }
+        if info.st_mode & S_IFMT == S_IFLNK {
+            throw refuse("it is a symlink", "point \(option) at the real folder")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw refuse("it is not a folder", "move it away") }
+        guard info.st_uid == getuid() else {
+            throw refuse("it belongs to uid \(info.st_uid), not to you (uid \(getuid()))", "use a folder of your own")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            let mode = String(info.st_mode & 0o7777, radix: 8)
+            throw refuse("others can write to it (mode \(mode))", "run chmod go-w \(path)")
+        }
     }
 
     /// fsync of a directory, so a rename or create in it survives a power loss.
@@ -23,15 +57,28 @@ enum FileOps {
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         var offset = 0
         while offset < bytes.count {
-            let written = try syscall("write", path: path) { write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+            let written = try syscall("write", path: path) {
+                write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            }
             offset += written
+        }
+    }
+
+    /// A new, empty file of ours at `path`, open for writing: a leftover there (of a crash) is
+    /// removed first and never written through (O_EXCL | O_NOFOLLOW).
+    static func createFresh(_ path: String, mode: mode_t = 0o600, operation: String = "create") throws(SystemError)
+        -> Int32
+    {
+        unlink(path)
+        return try syscall(operation, path: path) {
+            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         }
     }
 
     /// Writes a small file atomically: temp file, fsync, rename, directory fsync.
     static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
         let temp = path + ".tmp"
-        let fd = try syscall("create", path: temp) { open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        let fd = try createFresh(temp, mode: mode)
         do {
             try bytes.withUnsafeBytes { (buffer) in try writeAll(fd, buffer, path: temp) }
             try syscall("fsync", path: temp) { fsync(fd) }
@@ -52,9 +99,10 @@ enum FileOps {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    /// Reads a whole small file, as bytes.
-    static func readFile(_ path: String) throws -> [UInt8] {
-        let fd = try syscall("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
+    /// Reads a whole small file, as bytes. `followSymlinks: false` for files in our own folders.
+    static func readFile(_ path: String, followSymlinks: Bool = true) throws -> [UInt8] {
+        let flags = O_RDONLY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
+        let fd = try syscall("open", path: path) { open(path, flags) }
         defer { close(fd) }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -66,4 +114,10 @@ enum FileOps {
             result.append(contentsOf: chunk[0..<count])
         }
     }
+}
+
+/// A state, cache or socket folder that other users could tamper with.
+struct PrivateDirectoryError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 import Glibc
+import Synchronization
 
 /// Signals as an async sequence, through DispatchSource (signalfd on Linux): no Swift code runs in
 /// a signal handler.
@@ -26,12 +26,4 @@ private final class SignalSourceBox: @unchecked Sendable {
     // Invariant: the source is configured once in init and only kept alive here.
     let source: DispatchSourceSignal
     init(_ source: DispatchSourceSignal) { self.source = source }
-}
-
-/// Config warnings, replaced on reload and read by status.
-final class ConfigWarnings: Sendable {
-    private let storage: Mutex<[String]>
-    init(_ warnings: [String]) { storage = Mutex(warnings) }
-    var current: [String] { storage.withLock { $0 } }
-    func replace(_ warnings: [String]) { storage.withLock { $0 = warnings } }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import UploadCore
+import UploadWire
 
 /// An exclusive flock on the state directory, so two daemons never share a journal.
 final class StateLock: Sendable {
@@ -19,13 +21,17 @@ final class StateLock: Sendable {
 
     static func acquire(directory: String) throws -> StateLock {
         let path = directory + "/lock"
-        let fd = try syscall("open", path: path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        let fd = try syscall("open", path: path) { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let error = errno
-            let holder = (try? FileOps.readFile(path)).map { String(decoding: $0, as: UTF8.self) }
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let holder = (try? FileOps.readFile(path, followSymlinks: false)).map {
+                String(decoding: $0, as: UTF8.self)
+            }
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             close(fd)
-            if error == EWOULDBLOCK { throw HeldError(directory: directory, holder: holder.map { " (pid \($0))" } ?? "") }
+            if error == EWOULDBLOCK {
+                throw HeldError(directory: directory, holder: holder.map { " (pid \($0))" } ?? "")
+            }
             throw SystemError("lock", path: path, errno: error)
         }
         ftruncate(fd, 0)

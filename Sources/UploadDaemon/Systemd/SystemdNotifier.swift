@@ -1,5 +1,7 @@
 import CSystemd
 import Foundation
+import UploadCore
+import UploadWire
 
 /// Tells systemd how the service is doing (sd_notify). Does nothing outside a Type=notify unit,
 /// where NOTIFY_SOCKET is unset.
@@ -45,7 +47,8 @@ enum SocketActivation {
         guard count > 0 else { return nil }
         let fd = SD_LISTEN_FDS_START
         guard sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 else {
-            throw JournalOpenError(message: "systemd passed fd \(fd), which is not a listening Unix stream socket; check uploadd.socket")
+            throw JournalOpenError(
+                message: "systemd passed fd \(fd), which is not a listening Unix stream socket; check uploadd.socket")
         }
         if count > 1 { Log.warning("systemd passed \(count) sockets; using the first one") }
         let flags = fcntl(fd, F_GETFL)

@@ -1,17 +1,17 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// Resolves a job's destination against the config when an attempt starts: remotes, the file name,
 /// the protocol, headers, fields and credentials (secrets are read here, never journaled).
 struct TargetResolver: Sendable {
     var config: DaemonConfig
     var environment: [String: String]
+    /// The umask uploadd was started with, for `file://` copies of jobs added without one.
+    var umask: mode_t = 0o022
 
     func resolve(_ job: Job) throws(TransferFailure) -> ResolvedTarget {
         let spec = job.spec
-        guard let fileName = SafeFileName.component(from: spec.source) else {
-            throw .source("cannot derive a safe file name from \(spec.source)")
-        }
         var remote: RemoteConfig?
         var destinationText = spec.destination
         var destination: Destination
@@ -20,13 +20,15 @@ struct TargetResolver: Sendable {
             if case .remote(let name, let path) = destination {
                 guard let found = config.remotes[name] else {
                     throw TransferFailure.config(
-                        "no remote named '\(name)' in the config; add a [remote \(name)] section to uploadd.conf or use a URL")
+                        "no remote named '\(name)' in the config; add a [remote \(name)] section to uploadd.conf or use a URL"
+                    )
                 }
                 remote = found
                 destinationText = Self.join(found.url, path)
                 destination = try Destination.parse(destinationText)
                 if case .remote = destination {
-                    throw TransferFailure.config("remote '\(name)' has a url that is not http(s), s3 or file: \(found.url)")
+                    throw TransferFailure.config(
+                        "remote '\(name)' has a url that is not http(s), s3 or file: \(found.url)")
                 }
             }
         } catch let error as TransferFailure {
@@ -35,13 +37,22 @@ struct TargetResolver: Sendable {
             throw .config("\(error)")
         }
 
+        // The source's name, or when that cannot go to a server, the name the destination gives.
+        // A preparation that changed the format changed the name's extension (`IMG_1.HEIC` → `IMG_1.jpg`).
+        let named = job.prepared?.fileName ?? spec.source
+        guard let fileName = SafeFileName.component(from: named) ?? destination.explicitFileName else {
+            throw .source(
+                "cannot use the name of \(spec.source) on a server; name the file in the destination, as --to .../NAME")
+        }
         var uploadProtocol = job.resolvedProtocol ?? spec.uploadProtocol
         if uploadProtocol == .auto { uploadProtocol = remote?.uploadProtocol ?? .auto }
-        let probeForTus = uploadProtocol == .auto && destination.impliedProtocol == nil
-        if uploadProtocol == .auto { uploadProtocol = destination.impliedProtocol ?? .put }
+        // auto: the only protocol for this kind of destination, else the server is asked first
+        // (the fallback stands in until it answers).
+        let needsProbe = uploadProtocol == .auto && destination.impliedProtocol == nil
+        if uploadProtocol == .auto { uploadProtocol = destination.impliedProtocol ?? TransferRegistry.fallback }
 
         var target = ResolvedTarget(uploadProtocol: uploadProtocol, url: destinationText, fileName: fileName)
-        target.probeForTus = probeForTus
+        target.needsProbe = needsProbe
         target.headers = (remote?.headers ?? []) + spec.headers
         target.fields = (remote?.fields ?? []) + spec.fields
         target.caFile = remote?.caFile
@@ -51,20 +62,26 @@ struct TargetResolver: Sendable {
         target.stallTimeout = config.stallTimeout
         target.connectTimeout = config.connectTimeout
         target.rateLimit = config.rateLimit
+        target.umask = spec.umask.map { mode_t($0) } ?? umask
+        target.responseTimeout = config.responseTimeout
+        target.allowCrossOrigin = remote?.allowCrossOrigin ?? false
+        target.waitOnMetered = remote?.waitOnMetered ?? config.waitOnMetered
+        target.waitOnBattery = remote?.waitOnBattery ?? config.waitOnBattery
         target.credentials = try credentials(spec: spec, remote: remote)
 
         switch destination {
         case .http:
             // A trailing slash names a directory: the file keeps its name there. post sends to the
             // URL itself: the name travels in the multipart part.
-            if !probeForTus { target.settle(uploadProtocol) }
+            if !needsProbe { target.settle(uploadProtocol) }
         case .file(let path):
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             // Built with URL(fileURLWithPath:) so that `%`, `?` and `#` in names are encoded and
             // read back as the same bytes.
             if path.hasSuffix("/") || (exists && isDirectory.boolValue) {
-                target.url = URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(fileName).absoluteString
+                target.url =
+                    URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(fileName).absoluteString
             } else {
                 target.url = URL(fileURLWithPath: path).absoluteString
             }
@@ -110,7 +127,8 @@ struct SecretReader {
         if let name = remote.passwordCredential {
             guard let directory = environment["CREDENTIALS_DIRECTORY"] else {
                 throw .config(
-                    "remote '\(remote.name)' names the credential '\(name)', but uploadd was not given credentials (LoadCredential= in the unit)")
+                    "remote '\(remote.name)' names the credential '\(name)', but uploadd was not given credentials (LoadCredential= in the unit)"
+                )
             }
             return try read(directory + "/" + name, remote: remote)
         }
@@ -136,9 +154,13 @@ extension ResolvedTarget {
     /// multipart part or the tus metadata).
     mutating func settle(_ finalProtocol: UploadProtocol) {
         uploadProtocol = finalProtocol
-        probeForTus = false
-        if finalProtocol == .put && url.hasSuffix("/") && url.lowercased().hasPrefix("http") {
-            url += TargetResolver.percentEncodedPathComponent(fileName)
+        needsProbe = false
+        // The name goes at the end of the path; a query (a presigned URL's signature) stays.
+        if finalProtocol == .put, url.lowercased().hasPrefix("http"), var components = URLComponents(string: url),
+            components.percentEncodedPath.hasSuffix("/")
+        {
+            components.percentEncodedPath += TargetResolver.percentEncodedPathComponent(fileName)
+            url = components.string ?? url
         }
     }
 }

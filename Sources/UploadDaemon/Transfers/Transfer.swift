@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadWire
 
 /// One upload protocol. The scheduler drives every protocol through this seam, and unit tests
 /// drive the scheduler through it without a network.
@@ -52,40 +53,34 @@ struct ResolvedTarget: Sendable, Equatable {
     var stallTimeout = 60
     var connectTimeout = 20
     var rateLimit: Int64?
-    /// `auto` for an http destination: an OPTIONS probe decides between tus and put.
-    var probeForTus = false
+    /// The umask for what a `file://` copy creates: the adding client's, else the daemon's own.
+    var umask: mode_t = 0o022
+    /// `auto` for an http destination: the registry's probes decide the protocol before the upload.
+    var needsProbe = false
     /// Bucket, key, endpoint and credentials for the s3 protocol.
     var s3: S3Target?
+    /// Whether URLs a server names on another origin may be used (without credentials).
+    var allowCrossOrigin = false
+    /// Seconds a server may take to answer once the request is sent.
+    var responseTimeout = 300
+    /// Whether the upload waits while the connection is metered, or the machine on battery.
+    var waitOnMetered = false
+    var waitOnBattery = false
 
-    /// A request with this target's credentials, CA and timeouts.
+    /// A request with this target's CA and timeouts, and its credentials and headers when it goes
+    /// to the destination's origin (`checkServerURL` vets any other URL first).
     func request(_ method: String, url: String? = nil, headers extra: [KeyValue] = [], body: HTTPBody = .none)
         -> HTTPRequest
     {
-        var request = HTTPRequest(method: method, url: url ?? self.url, headers: headers + extra, body: body)
-        request.credentials = credentials
+        let url = url ?? self.url
+        let trusted = isSameOrigin(url)
+        var request = HTTPRequest(method: method, url: url, headers: (trusted ? headers : []) + extra, body: body)
+        request.credentials = trusted ? credentials : nil
+        request.responseTimeout = responseTimeout
         request.caFile = caFile
         request.stallTimeout = stallTimeout
         request.connectTimeout = connectTimeout
         request.maxSendRate = rateLimit
         return request
-    }
-}
-
-/// Picks the Transfer for a protocol.
-enum TransferFactory {
-    /// The protocols this build can upload with, as daemon.hello lists them.
-    static let supportedProtocols: [UploadProtocol] = [.put, .post, .file, .tus, .chunked, .s3]
-
-    static func transfer(for uploadProtocol: UploadProtocol, http: HTTPClient) throws(TransferFailure) -> any Transfer {
-        switch uploadProtocol {
-        case .put: return PutTransfer(http: http)
-        case .post: return PostTransfer(http: http)
-        case .file: return FileTransfer()
-        case .chunked: return ChunkedTransfer(http: http)
-        case .tus: return TusTransfer(http: http)
-        case .s3: return S3Transfer(http: http)
-        case .auto:
-            throw .config("the protocol was not resolved")
-        }
     }
 }

@@ -12,14 +12,17 @@ struct CommandResult: Sendable, CustomStringConvertible {
 
 enum Command {
     /// Runs a program to completion (killing it after `timeout` seconds) and collects its output.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 120)
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 120
+    )
         throws -> CommandResult
     {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
-        let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("uploadd-test-\(UUID().uuidString).out")
+        let outURL = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "uploadd-test-\(UUID().uuidString).out")
         let errURL = outURL.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)

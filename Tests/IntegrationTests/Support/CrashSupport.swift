@@ -1,29 +1,6 @@
 import Foundation
 import Glibc
 
-/// A small seeded generator (SplitMix64), so that a failing crash loop or damage pattern can be run
-/// again with the same choices: the tests print their seed, and `UPLOADD_TEST_SEED` sets it.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    let seed: UInt64
-
-    init(seed: UInt64? = nil) {
-        let chosen =
-            seed ?? ProcessInfo.processInfo.environment["UPLOADD_TEST_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        self.seed = chosen
-        state = chosen
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Helpers for the crash-safety tests: fast random files, raw uploadd runs, file identity.
 enum CrashSupport {
     /// A file of `size` bytes from /dev/urandom (much faster than generating them in a debug build).
@@ -45,18 +22,23 @@ enum CrashSupport {
     /// Runs uploadd in the foreground on the directories of `daemon` (for start-ups expected to
     /// fail: it returns when uploadd exits, or kills it after `timeout`). `wrapper` is put in front
     /// of the command line, for example setpriv to drop capabilities.
-    static func runUploadd(_ daemon: DaemonProcess, wrapper: [String] = [], timeout: Double = 15) throws -> CommandResult {
+    static func runUploadd(_ daemon: DaemonProcess, wrapper: [String] = [], timeout: Double = 15) throws
+        -> CommandResult
+    {
         let binary = TestPaths.binaries.appendingPathComponent("uploadd").path
         let arguments = [
             "--state-dir", daemon.stateDirectory, "--cache-dir", daemon.cacheDirectory, "--socket", daemon.socket,
             "--config", daemon.configPath, "--log-level", "debug",
         ]
         var environment = ProcessInfo.processInfo.environment
-        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] { environment[key] = nil }
+        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] {
+            environment[key] = nil
+        }
         if wrapper.isEmpty {
             return try Command.run(binary, arguments, environment: environment, timeout: timeout)
         }
-        return try Command.run(wrapper[0], Array(wrapper.dropFirst()) + [binary] + arguments, environment: environment, timeout: timeout)
+        return try Command.run(
+            wrapper[0], Array(wrapper.dropFirst()) + [binary] + arguments, environment: environment, timeout: timeout)
     }
 
     /// Sends one JSON-RPC request line on the control socket and returns the answer line, with
@@ -68,12 +50,16 @@ enum CrashSupport {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw TestFailure("socket path too long: \(path)") }
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw TestFailure("socket path too long: \(path)")
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
             for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
         }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else { throw TestFailure("connect \(path): \(String(cString: strerror(errno)))") }
         var time = timeval(tv_sec: timeout, tv_usec: 0)
@@ -86,7 +72,9 @@ enum CrashSupport {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !answer.contains(UInt8(ascii: "\n")) {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw TestFailure("no answer on \(path): \(String(decoding: answer, as: UTF8.self))") }
+            guard count > 0 else {
+                throw TestFailure("no answer on \(path): \(String(decoding: answer, as: UTF8.self))")
+            }
             answer += buffer[0..<count]
         }
         return String(decoding: answer, as: UTF8.self)
@@ -113,14 +101,19 @@ enum CrashSupport {
     static func tusHead(_ url: String) throws -> Int {
         let result = try Command.run(
             "/usr/bin/curl",
-            ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-I", "-H", "Tus-Resumable: 1.0.0", "--max-time", "20", url])
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-I", "-H", "Tus-Resumable: 1.0.0", "--max-time", "20",
+                url,
+            ])
         return Int(result.stdout) ?? 0
     }
 
     /// Upload IDs (file names without `.info`) of the tus server's uploads whose metadata names `fileName`.
     static func tusUploads(named fileName: String, in directory: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".info") }.compactMap { file in
-            guard let info = try? String(contentsOfFile: "\(directory)/\(file)", encoding: .utf8), info.contains(fileName)
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".info") }.compactMap {
+            file in
+            guard let info = try? String(contentsOfFile: "\(directory)/\(file)", encoding: .utf8),
+                info.contains(fileName)
             else { return nil }
             return String(file.dropLast(".info".count))
         }

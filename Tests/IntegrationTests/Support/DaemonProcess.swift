@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadWire
 
 /// A real uploadd process with its own state, cache, config and socket, driven through uploadctl.
 final class DaemonProcess: @unchecked Sendable {
@@ -8,11 +9,19 @@ final class DaemonProcess: @unchecked Sendable {
     let root: URL
     let socket: String
     let configPath: String
-    private(set) var process: Process?
+    private(set) var process: ChildProcess?
     private var logHandle: FileHandle?
+    /// Put before the uploadd command line (for example `nsenter --net=...` to run it in a test's
+    /// network namespace); the daemon's pid is then the wrapper's, which must exec it.
+    var launcher: [String] = []
+    /// Added to the daemon's environment (a private D-Bus, say).
+    var extraEnvironment: [String: String] = [:]
 
-    var stateDirectory: String { root.appendingPathComponent("state").path }
-    var cacheDirectory: String { root.appendingPathComponent("cache").path }
+    /// Where the state and cache folders go: `root`, unless a test puts them elsewhere (on a
+    /// lossy file system, say).
+    var dataRoot: URL?
+    var stateDirectory: String { (dataRoot ?? root).appendingPathComponent("state").path }
+    var cacheDirectory: String { (dataRoot ?? root).appendingPathComponent("cache").path }
     var logPath: String { root.appendingPathComponent("uploadd.log").path }
     var pid: Int32 { process?.processIdentifier ?? 0 }
 
@@ -21,7 +30,8 @@ final class DaemonProcess: @unchecked Sendable {
         socket = root.appendingPathComponent("run/control.sock").path
         configPath = root.appendingPathComponent("uploadd.conf").path
         try FileManager.default.createDirectory(
-            at: root.appendingPathComponent("run"), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            at: root.appendingPathComponent("run"), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
@@ -31,18 +41,24 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Starts uploadd and waits until it answers on its socket.
     func start() throws {
-        let process = Process()
-        process.executableURL = TestPaths.binaries.appendingPathComponent("uploadd")
-        process.arguments = [
-            "--state-dir", stateDirectory, "--cache-dir", cacheDirectory, "--socket", socket, "--config", configPath,
-            "--log-level", "debug",
-        ]
+        let process = ChildProcess()
+        let uploadd = TestPaths.binaries.appendingPathComponent("uploadd")
+        process.executableURL = launcher.first.map { URL(fileURLWithPath: $0) } ?? uploadd
+        process.arguments =
+            launcher.dropFirst() + (launcher.isEmpty ? [] : [uploadd.path]) + [
+                "--state-dir", stateDirectory, "--cache-dir", cacheDirectory, "--socket", socket, "--config",
+                configPath,
+                "--log-level", "debug",
+            ]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = nil
         environment["LISTEN_FDS"] = nil
         environment["LISTEN_PID"] = nil
+        environment.merge(extraEnvironment) { _, new in new }
         process.environment = environment
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
         let logFile = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         logFile.seekToEndOfFile()
         process.standardError = logFile
@@ -51,8 +67,21 @@ final class DaemonProcess: @unchecked Sendable {
         try process.run()
         self.process = process
         self.logHandle = logFile
-        let ready = eventually(timeout: 20) { process.isRunning && ((try? ctl(["status"]))?.status == 0) }
-        guard ready else { throw TestFailure("uploadd did not come up; log:\n\(log(tail: 30))") }
+        // Up, or gone: a daemon that exits while starting fails at once, not after the timeout.
+        _ = eventually(timeout: 20) { !process.isRunning || ((try? ctl(["status"]))?.status == 0) }
+        guard process.isRunning, (try? ctl(["status"]))?.status == 0 else {
+            let how =
+                process.isRunning ? "did not come up" : "exited while starting (status \(process.terminationStatus))"
+            throw TestFailure("uploadd \(how); log:\n\(log(tail: 30))")
+        }
+    }
+
+    /// Whether the daemon is gone, killed by SIGKILL (its own, at a crash point, say).
+    var diedOfSIGKILL: Bool {
+        guard let process else { return false }
+        if process.isRunning { usleep(100_000) }
+        return !process.isRunning && process.terminationReason == .uncaughtSignal
+            && process.terminationStatus == SIGKILL
     }
 
     /// Kills the daemon with SIGKILL, as a crash would.
@@ -78,7 +107,8 @@ final class DaemonProcess: @unchecked Sendable {
     /// Runs uploadctl against this daemon.
     func ctl(_ arguments: [String], timeout: Double = 120) throws -> CommandResult {
         try Command.run(
-            TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", socket] + arguments, timeout: timeout)
+            TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", socket] + arguments,
+            timeout: timeout)
     }
 
     /// Runs `uploadctl --json ...` and decodes the output.
@@ -92,7 +122,9 @@ final class DaemonProcess: @unchecked Sendable {
     func add(_ paths: [String], to destination: String, _ options: [String] = []) throws -> [JobID] {
         let result = try ctl(["add"] + paths + ["--to", destination] + options)
         guard result.status == 0 else { throw TestFailure("uploadctl add failed: \(result)") }
-        let ids = result.stdout.split(separator: "\n").compactMap { JobID(String($0).trimmingCharacters(in: .whitespaces)) }
+        let ids = result.stdout.split(separator: "\n").compactMap {
+            JobID(String($0).trimmingCharacters(in: .whitespaces))
+        }
         guard ids.count == paths.count else { throw TestFailure("expected \(paths.count) IDs from add: \(result)") }
         return ids
     }
@@ -108,7 +140,9 @@ final class DaemonProcess: @unchecked Sendable {
             return state.map { job.state == $0 } ?? job.state.isTerminal
         }
         guard reached, let last else {
-            throw TestFailure("job \(id) did not reach \(state?.rawValue ?? "a final state"): \(String(describing: last))\nlog:\n\(log(tail: 20))")
+            throw TestFailure(
+                "job \(id) did not reach \(state?.rawValue ?? "a final state"): \(String(describing: last))\nlog:\n\(log(tail: 20))"
+            )
         }
         return last
     }

@@ -8,7 +8,7 @@ final class FaultProxy: @unchecked Sendable {
     let port: Int
     let controlPort: Int
     let upstreamPort: Int
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// `http://127.0.0.1:PORT`: the proxy's address, to use in place of the server's.
     var url: String { "http://127.0.0.1:\(port)" }
@@ -48,7 +48,8 @@ final class FaultProxy: @unchecked Sendable {
             case .truncate(let bytes): return ["kind": "truncate", "bytes": bytes]
             case .truncateBody(let answer, let bodyBytes):
                 return ["kind": "truncate", "response": answer, "body_bytes": bodyBytes]
-            case .truncateHead(let answer, let name): return ["kind": "truncate", "response": answer, "before_header": name]
+            case .truncateHead(let answer, let name):
+                return ["kind": "truncate", "response": answer, "before_header": name]
             case .drop: return ["kind": "drop"]
             case .down(let after, let seconds): return ["kind": "down", "after": after, "seconds": seconds]
             }
@@ -64,7 +65,7 @@ final class FaultProxy: @unchecked Sendable {
         let directory = try TestPaths.scratch("faultproxy")
         let output = directory.appendingPathComponent("proxy.out")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [
             TestPaths.repository.appendingPathComponent("contrib/test/faultproxy.py").path,
@@ -126,7 +127,9 @@ final class FaultProxy: @unchecked Sendable {
         var arguments = ["-s", "-S", "--max-time", "10", "-X", method, "http://127.0.0.1:\(controlPort)\(path)"]
         if let body {
             let data = try JSONSerialization.data(withJSONObject: body)
-            arguments += ["-H", "Content-Type: application/json", "--data-binary", String(decoding: data, as: UTF8.self)]
+            arguments += [
+                "-H", "Content-Type: application/json", "--data-binary", String(decoding: data, as: UTF8.self),
+            ]
         }
         let result = try Command.run("/usr/bin/curl", arguments + ["-w", "\n%{http_code}"], timeout: 15)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)

@@ -17,7 +17,9 @@ final class NotifyListener: @unchecked Sendable {
             }
             return fields
         }
-        var description: String { "\(String(format: "%.3f", at.timeIntervalSince1970)) \(text.replacingOccurrences(of: "\n", with: " | "))" }
+        var description: String {
+            "\(String(format: "%.3f", at.timeIntervalSince1970)) \(text.replacingOccurrences(of: "\n", with: " | "))"
+        }
     }
 
     let notifySocket: String
@@ -106,72 +108,6 @@ final class NotifyListener: @unchecked Sendable {
     var transcript: String { datagrams.map(\.description).joined(separator: "\n") }
 }
 
-/// contrib/receiver/receiver.py (the chunked and multipart reference receiver), started on
-/// 127.0.0.1 and a free port for one test, and stopped with it.
-final class ReferenceReceiver: @unchecked Sendable {
-    // Invariant: used from one test at a time.
-    let directory: URL
-    let url: String
-    private let process: Process
-
-    init(directory: URL) throws {
-        self.directory = directory
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let outPath = directory.appendingPathComponent("receiver.out").path
-        let errPath = directory.appendingPathComponent("receiver.err").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let files = directory.appendingPathComponent("files")
-        process.arguments = [
-            TestPaths.repository.appendingPathComponent("contrib/receiver/receiver.py").path,
-            "--host", "127.0.0.1", "--port", "0", "--dir", files.path, "--quiet",
-        ]
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        var url: String?
-        _ = eventually(timeout: 15) {
-            let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-            url = text.split(separator: "\n").first { $0.hasPrefix("listening on ") }.map { String($0.dropFirst(13)) }
-            return url != nil || !process.isRunning
-        }
-        guard let url else {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            let errors = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-            throw TestFailure("the reference receiver did not start: \(errors)")
-        }
-        self.url = url
-    }
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// The receiver's counters (GET /stats): requests, blocks_received, block_bytes_received, ...
-    func stats() throws -> [String: Int] {
-        let result = try Command.run("/usr/bin/curl", ["-sS", "--max-time", "10", "\(url)/stats"], timeout: 20)
-        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-        else { throw TestFailure("GET \(url)/stats: \(result)") }
-        return object.compactMapValues { $0 as? Int }
-    }
-
-    /// Where a finished chunked upload is stored, from the job's result URL (…/files/NAME).
-    func storedFile(resultURL: String) -> String {
-        directory.appendingPathComponent("files").appendingPathComponent((resultURL as NSString).lastPathComponent).path
-    }
-
-    /// SIGKILL: children of Process start with SIGTERM blocked, and the receiver keeps nothing in memory.
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit { stop() }
-}
-
 /// A throwaway systemd booted as PID 1 of a private PID and mount namespace, driven through
 /// contrib/test/systemd-ns.sh (DESIGN.md, "Tests and real servers").
 final class SystemdNamespace: @unchecked Sendable {
@@ -240,7 +176,8 @@ final class SystemdNamespace: @unchecked Sendable {
 
     /// Whether host PID `pid` is still this namespace's PID 1 (and not a reused PID).
     var isRunning: Bool {
-        !namespaceID.isEmpty && (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/pid")) == namespaceID
+        !namespaceID.isEmpty
+            && (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/pid")) == namespaceID
     }
 
     /// `systemctl poweroff` inside; PID 1 is killed when it is still there after 30 seconds, which
@@ -255,13 +192,16 @@ final class SystemdNamespace: @unchecked Sendable {
 
     /// Host PIDs of processes still in the namespace (none once it is gone).
     func leftovers() -> [String] {
-        guard !namespaceID.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        guard !namespaceID.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else {
+            return []
+        }
         return entries.compactMap { entry -> String? in
             guard Int32(entry) != nil,
                 let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/ns/pid"),
                 namespace == namespaceID
             else { return nil }
-            let command = (try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8))?
+            let command =
+                (try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8))?
                 .replacingOccurrences(of: "\0", with: " ") ?? ""
             return "\(entry) \(command)"
         }
@@ -273,6 +213,7 @@ enum UnitFiles {
     static func substituted(_ name: String, bindir: String, docdir: String) throws -> String {
         let template = try String(
             contentsOf: TestPaths.repository.appendingPathComponent("systemd/\(name)"), encoding: .utf8)
-        return template.replacingOccurrences(of: "@BINDIR@", with: bindir).replacingOccurrences(of: "@DOCDIR@", with: docdir)
+        return template.replacingOccurrences(of: "@BINDIR@", with: bindir).replacingOccurrences(
+            of: "@DOCDIR@", with: docdir)
     }
 }

@@ -9,11 +9,15 @@ struct TestServers: Sendable {
     var password: String
     var receiverURL: String
     var receiverDirectory: String
+    /// The token the reference receiver requires on every request (servers.py makes a fresh one per start).
+    var receiverToken: String
     /// The tus creation endpoint (tuspyserver) and where it keeps upload data, named by upload ID.
     var tusURL: String
     var tusDirectory: String
     /// SeaweedFS's S3 gateway, when the test command started it.
     var s3: S3TestServer?
+    /// The second WebDAV server (WsgiDAV, not nginx), when the test command started it.
+    var dav2: SecondDAV?
 
     struct Missing: Error, CustomStringConvertible {
         var key: String
@@ -48,10 +52,48 @@ struct TestServers: Sendable {
         var servers = TestServers(
             nginxURL: try value("UPLOADD_TEST_NGINX_URL"), nginxRoot: try value("UPLOADD_TEST_NGINX_ROOT"),
             user: try value("UPLOADD_TEST_AUTH_USER"), password: try value("UPLOADD_TEST_AUTH_PASSWORD"),
-            receiverURL: try value("UPLOADD_TEST_RECEIVER_URL"), receiverDirectory: try value("UPLOADD_TEST_RECEIVER_DIR"),
+            receiverURL: try value("UPLOADD_TEST_RECEIVER_URL"),
+            receiverDirectory: try value("UPLOADD_TEST_RECEIVER_DIR"),
+            receiverToken: try value("UPLOADD_TEST_RECEIVER_TOKEN"),
             tusURL: try value("UPLOADD_TEST_TUS_URL"), tusDirectory: try value("UPLOADD_TEST_TUS_DIR"))
         servers.s3 = S3TestServer(values)
+        servers.dav2 = SecondDAV(values)
         return servers
+    }
+
+    /// uploadctl options that give the receiver its token as the `token` field (the chunked protocol's).
+    var receiverTokenField: [String] { ["--field", "token=\(receiverToken)"] }
+    /// The receiver's token as a header, for curl `-H` and uploadctl `--header` (how POST /form takes it).
+    var receiverAuthorization: String { "Authorization: Bearer \(receiverToken)" }
+}
+
+/// The second WebDAV server (WsgiDAV under cheroot, contrib/test/dav2_app.py): RFC 4918 rules, so a PUT
+/// into a missing folder gets 409 and MKCOL makes one folder at a time. Basic auth on both shares.
+struct SecondDAV: Sendable {
+    /// A writable share (no trailing slash); its files are under `root`.
+    var url: String
+    var root: String
+    var user: String
+    var password: String
+    /// A share that answers MKCOL with 403 but takes PUTs into folders that exist (make them under
+    /// `noMkcolRoot`, its files on disk).
+    var noMkcolURL: String
+    var noMkcolRoot: String
+
+    /// Nil unless every UPLOADD_TEST_DAV2_* value is set.
+    init?(_ values: [String: String]) {
+        func value(_ key: String) -> String? { values[key].flatMap { $0.isEmpty ? nil : $0 } }
+        guard let url = value("UPLOADD_TEST_DAV2_URL"), let root = value("UPLOADD_TEST_DAV2_ROOT"),
+            let user = value("UPLOADD_TEST_DAV2_USER"), let password = value("UPLOADD_TEST_DAV2_PASSWORD"),
+            let noMkcolURL = value("UPLOADD_TEST_DAV2_NOMKCOL_URL"),
+            let noMkcolRoot = value("UPLOADD_TEST_DAV2_NOMKCOL_ROOT")
+        else { return nil }
+        self.url = url
+        self.root = root
+        self.user = user
+        self.password = password
+        self.noMkcolURL = noMkcolURL
+        self.noMkcolRoot = noMkcolRoot
     }
 }
 

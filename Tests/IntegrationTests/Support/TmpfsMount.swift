@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// A small tmpfs mounted for one test, to run a directory out of space on purpose. Needs root
-/// (CI runs as root); `isPermitted` says whether mounting works here.
+/// (CI runs as root); `isPermitted` says whether mounting is allowed here.
 final class TmpfsMount: @unchecked Sendable {
     // Invariant: used from one test at a time (the suites are serialized).
     let path: String
@@ -14,7 +14,7 @@ final class TmpfsMount: @unchecked Sendable {
         self.path = path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
-            throw TestFailure("cannot mount a tmpfs on \(path): \(String(cString: strerror(errno)))")
+            throw MountError(errno: errno, path: path)
         }
         mounted = true
     }
@@ -56,15 +56,55 @@ final class TmpfsMount: @unchecked Sendable {
         return filler
     }
 
-    /// Whether this process may mount a tmpfs (root, or a namespace that allows it), tried once.
-    static let isPermitted: Bool = {
-        guard geteuid() == 0, let scratch = try? TestPaths.scratch("tmpfs-probe") else { return false }
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        guard let probe = try? TmpfsMount(at: scratch.path, size: "64k") else { return false }
-        probe.unmount()
-        return true
+    /// A failed mount(2), with its errno.
+    struct MountError: Error, CustomStringConvertible {
+        var errno: Int32
+        var path: String
+        var description: String { "cannot mount a tmpfs on \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    /// A probe mount, tried once: nil when it worked, else why not.
+    private static let probe: (any Error)? = {
+        do {
+            let scratch = try TestPaths.scratch("tmpfs-probe")
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            try TmpfsMount(at: scratch.path, size: "64k").unmount()
+            return nil
+        } catch {
+            return error
+        }
     }()
 
-    static let notPermittedReason: Comment =
-        "mounting a tmpfs needs root (CI runs the integration tests as root); run them as root to test full disks"
+    /// False only when the kernel refused the probe mount with EPERM (not root, or no
+    /// CAP_SYS_ADMIN in this namespace). Any other error is no reason to skip: `requirePermitted`
+    /// throws it, and the test fails.
+    static var isPermitted: Bool { (probe as? MountError)?.errno != EPERM }
+
+    /// Why mounting is not permitted here, as the kernel said it.
+    static var notPermittedReason: Comment {
+        guard !isPermitted else { return "mounting a tmpfs is permitted" }
+        if geteuid() != 0 {
+            return Comment(
+                rawValue: "mounting a tmpfs needs root (uid \(geteuid()) got EPERM); CI runs these tests as root")
+        }
+        return Comment(
+            rawValue: "mount(2) of a tmpfs got EPERM even as root: this namespace has no CAP_SYS_ADMIN (a container?)")
+    }
+
+    /// Throws unless a tmpfs can be mounted here: the probe's error, or, when mounting is not
+    /// permitted and UPLOADD_REQUIRE_PRIVILEGED=1, that as a failure.
+    static func requirePermitted() throws {
+        guard let probe else { return }
+        if isPermitted { throw probe }
+        try Privileges.unavailable(notPermittedReason.rawValue)
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// For tests that mount tmpfs file systems: skipped (with the reason) where mounting is not
+    /// permitted, unless UPLOADD_REQUIRE_PRIVILEGED=1, which makes them run and fail. Such a test
+    /// (or its suite's init) calls `TmpfsMount.requirePermitted()` first.
+    static var mountsTmpfs: Self {
+        .enabled(if: TmpfsMount.isPermitted || Privileges.required, TmpfsMount.notPermittedReason)
+    }
 }

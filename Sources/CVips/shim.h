@@ -1,0 +1,6 @@
+#ifndef CVIPS_SHIM_H
+#define CVIPS_SHIM_H
+
+#include <vips/vips.h>
+
+#endif

@@ -1,0 +1,77 @@
+import Foundation
+import UploadWire
+
+/// Rebuilds the queue from journal records: the single place that gives records their meaning.
+public struct JournalState: Sendable {
+    public private(set) var jobs: [JobID: Job] = [:]
+    public private(set) var nextID: UInt64 = 1
+    /// How many jobs are in each state, kept as records are applied: a status line costs nothing
+    /// with 100,000 jobs.
+    public private(set) var stateCounts: [JobState: Int] = [:]
+    /// Jobs a newer uploadd wrote in a way this one does not understand: their records, kept as
+    /// they are (the last job record, then the progress after it) and written back by compaction.
+    public private(set) var foreignJobs: [JobID: [ForeignRecord]] = [:]
+    /// Records of types this uploadd does not know, belonging to no job: kept for compaction.
+    public private(set) var foreignRecords: [ForeignRecord] = []
+
+    public init() {}
+
+    public mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case .job(let job):
+            if let old = jobs.updateValue(job, forKey: job.id) { stateCounts[old.state, default: 0] -= 1 }
+            stateCounts[job.state, default: 0] += 1
+            nextID = max(nextID, job.id.rawValue + 1)
+            foreignJobs[job.id] = nil
+        case .progress(let progress):
+            if jobs[progress.id] == nil {
+                // Progress of a job we cannot read stays with it, in order.
+                if foreignJobs[progress.id] != nil { foreignJobs[progress.id]!.append(progress.asForeignRecord) }
+                return
+            }
+            jobs[progress.id]!.bytesAcked = progress.bytesAcked
+            jobs[progress.id]!.checkpoint = progress.checkpoint
+        case .removed(let id):
+            if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
+            foreignJobs[id] = nil
+            nextID = max(nextID, id.rawValue + 1)
+            jobs.shrinkIfSparse()
+            foreignJobs.shrinkIfSparse()
+        case .nextID(let next):
+            nextID = max(nextID, next)
+        case .foreign(let foreign):
+            guard let id = foreign.jobID else {
+                foreignRecords.append(foreign)
+                return
+            }
+            nextID = max(nextID, id.rawValue + 1)
+            if foreign.type == JournalRecord.jobType {
+                // The newest state of that job is one we cannot read: the older, readable one
+                // must not run in its place.
+                if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
+                foreignJobs[id] = [foreign]
+            } else if jobs[id] == nil {
+                foreignJobs[id, default: []].append(foreign)
+            }
+        }
+    }
+
+    /// The records that rebuild this state from nothing: what compaction writes.
+    public func compactedRecords() -> [JournalRecord] {
+        var records: [JournalRecord] = [.nextID(nextID)]
+        records.reserveCapacity(jobs.count + foreignJobs.count + foreignRecords.count + 1)
+        records += jobs.keys.sorted().map { .job(jobs[$0]!) }
+        for id in foreignJobs.keys.sorted() { records += foreignJobs[id]!.map { .foreign($0) } }
+        records += foreignRecords.map { .foreign($0) }
+        return records
+    }
+}
+
+extension JobProgress {
+    /// This record as bytes, to keep with a foreign job's records.
+    var asForeignRecord: ForeignRecord {
+        var writer = BinaryWriter()
+        JournalRecord.progress(self).writePayload(to: &writer)
+        return ForeignRecord(type: JournalRecord.progress(self).typeCode, payload: writer.bytes, jobID: id)
+    }
+}

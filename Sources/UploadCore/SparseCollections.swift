@@ -1,0 +1,25 @@
+import UploadWire
+
+/// Swift's dictionaries and sets keep their storage when elements are removed: after 100,000 jobs
+/// are cleared, the job table would keep room (and memory) for 100,000 jobs for the rest of the
+/// daemon's life. These give it back once most of it is empty; a rebuild costs one pass over what
+/// is left, and happens again only after the table lost three quarters of its room once more.
+extension Dictionary {
+    /// Rebuilds the storage to fit the elements when they fill less than a quarter of it.
+    public mutating func shrinkIfSparse() {
+        guard capacity > 1024, count * 4 < capacity else { return }
+        var fitted = Self(minimumCapacity: count)
+        for (key, value) in self { fitted[key] = value }
+        self = fitted
+    }
+}
+
+extension Set {
+    /// Rebuilds the storage to fit the elements when they fill less than a quarter of it.
+    public mutating func shrinkIfSparse() {
+        guard capacity > 1024, count * 4 < capacity else { return }
+        var fitted = Self(minimumCapacity: count)
+        for element in self { fitted.insert(element) }
+        self = fitted
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+import UploadCore
+import UploadWire
+
+/// Image shrinking (`--image SPEC`): libvips in the `uploadd-image` helper, one process per image,
+/// under limits, with no network. What is not an image is sent as it is.
+struct ImageStep: PreparationStep {
+    let name = "image"
+    /// The helper: next to uploadd's own executable (where `make install` puts both).
+    var helper = ImageStep.helperNextToExecutable
+    /// Address space for the helper: libvips's thumbnail path needs far less (under 150 MiB for a
+    /// 50-megapixel JPEG); a decoder that wants more fails its job.
+    var memoryLimit: Int64 = 1 << 30
+    var cpuSeconds = 120
+    var timeout: Duration = .seconds(300)
+
+    static var helperNextToExecutable: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let executable =
+            length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "uploadd"
+        return (executable as NSString).deletingLastPathComponent + "/uploadd-image"
+    }
+
+    func validate(options: String) throws(PreparationFailure) {
+        do {
+            _ = try ImageSpec.parse(options)
+        } catch {
+            throw PreparationFailure(error.description)
+        }
+    }
+
+    /// What the helper reports on its last line of stderr.
+    struct Report: Decodable {
+        var image: Bool
+        var width: Int?
+        var height: Int?
+        var original_width: Int?
+        var original_height: Int?
+        var quality: Int?
+        var format: String?
+        var `extension`: String?
+        var mime: String?
+    }
+
+    func prepare(_ input: PreparationInput, into output: Int32, options: String) async throws -> PreparationOutcome {
+        let spec: ImageSpec
+        do { spec = try ImageSpec.parse(options) } catch { throw PreparationFailure(error.description) }
+        lseek(input.fd, 0, SEEK_SET)  // the helper reads its stdin from the start
+        let process = HelperProcess(
+            executable: helper, arguments: spec.helperArguments, memoryLimit: memoryLimit, cpuSeconds: cpuSeconds,
+            timeout: timeout)
+        let report: Report
+        var usage: [KeyValue] = []
+        do {
+            let outcome = try await process.run(input: input.fd, output: output)
+            let said = outcome.stderr
+            usage = [
+                KeyValue(name: "helper_max_rss_kib", value: "\(outcome.maxResidentKiB)"),
+                KeyValue(name: "helper_cpu_ms", value: "\(Int(outcome.cpuSeconds * 1000))"),
+            ]
+            guard let line = said.split(separator: "\n").last,
+                let decoded = try? JSONDecoder().decode(Report.self, from: Data(line.utf8))
+            else { throw PreparationFailure("image: the helper gave no report (\(said.suffix(200)))") }
+            report = decoded
+        } catch let failure as HelperProcess.Failure {
+            let message = Self.message(of: failure)
+            guard spec.onError == .original else { throw PreparationFailure(message) }
+            return PreparationOutcome(details: [KeyValue(name: "image_error", value: message)], unchanged: true)
+        }
+        guard report.image, let width = report.width, let height = report.height else {
+            return PreparationOutcome(
+                details: [KeyValue(name: "image", value: "not an image; sent as it is")] + usage, unchanged: true)
+        }
+        var details = [
+            KeyValue(name: "width", value: "\(width)"), KeyValue(name: "height", value: "\(height)"),
+        ]
+        if let originalWidth = report.original_width, let originalHeight = report.original_height {
+            details.append(KeyValue(name: "original_width", value: "\(originalWidth)"))
+            details.append(KeyValue(name: "original_height", value: "\(originalHeight)"))
+        }
+        if let format = report.format { details.append(KeyValue(name: "format", value: format)) }
+        if let quality = report.quality { details.append(KeyValue(name: "quality", value: "\(quality)")) }
+        details += usage
+        return PreparationOutcome(
+            fileName: Self.fileName(input.fileName, extension: report.extension), contentType: report.mime,
+            details: details)
+    }
+
+    /// `IMG_0001.HEIC` → `IMG_0001.jpg`; a name that already says the format keeps its spelling.
+    static func fileName(_ name: String, extension newExtension: String?) -> String? {
+        guard let newExtension, !newExtension.isEmpty else { return nil }
+        let current = (name as NSString).pathExtension.lowercased()
+        let same: Set<String> =
+            switch newExtension {
+            case "jpg": ["jpg", "jpeg", "jpe"]
+            case "tif": ["tif", "tiff"]
+            case "heic": ["heic", "heif"]
+            default: [newExtension]
+            }
+        if same.contains(current) { return nil }
+        let base = current.isEmpty ? name : (name as NSString).deletingPathExtension
+        return "\(base).\(newExtension)"
+    }
+
+    /// The helper's own words ("uploadd-image: cannot decode the image: …") without libvips's
+    /// warnings around them; a crash or a limit as HelperProcess says it.
+    static func message(of failure: HelperProcess.Failure) -> String {
+        if case .couldNotStart(let why) = failure {
+            return "the image helper could not start (\(why)); it is installed next to uploadd (make install)"
+        }
+        if case .exited(_, let text) = failure,
+            let line = text.split(separator: "\n").last(where: { $0.hasPrefix("uploadd-image: ") })
+        {
+            return String(line.dropFirst("uploadd-image: ".count))
+        }
+        return "\(failure)"
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import UploadCore
+import UploadWire
+
+/// The chunked block protocol of the mobile app (DESIGN.md): an init POST that returns an
+/// `upToken`, then each block POSTed as multipart with its sequence number and CRC32, the last
+/// answer carrying the file's URL. Every acknowledged block is journaled durably, so a crash
+/// re-sends at most the block that was in flight.
+struct ChunkedTransfer: Transfer {
+    let http: any HTTPSending
+    static let defaultBlockSize: Int64 = 1 << 20
+
+    func upload(_ context: TransferContext) async throws -> JobResult {
+        let target = context.target
+        let total = context.source.size
+        var blockSize = min(max(target.chunkSize ?? Self.defaultBlockSize, 1), ChunkSize.largest)
+        var upToken: String
+        var acknowledged: Int64
+        if let saved = context.job.checkpoint(as: ChunkedCheckpoint.self) {
+            (upToken, blockSize, acknowledged) = (saved.upToken, saved.blockSize, saved.blocksAcknowledged)
+            guard ChunkSize.isValid(blockSize), acknowledged >= 0 else {
+                throw TransferFailure.protocolViolation(
+                    "the journaled block state is impossible (block size \(blockSize), \(acknowledged) blocks)")
+            }
+        } else {
+            upToken = try await initialize(context, blockSize: blockSize)
+            acknowledged = 0
+        }
+        // total / blockSize, rounded up, without an overflow for any file size.
+        let blockCount = max(1, total / blockSize + (total % blockSize == 0 ? 0 : 1))
+        var restarted = false
+        var index = acknowledged
+        var last: (response: HTTPResponse, data: [String: Any])?
+        while index < blockCount {
+            let offset = index * blockSize
+            let length = min(blockSize, total - offset)
+            let crc = try context.source.crc32(offset: offset, length: length)
+            var parts = commonFields(target, blockSize: blockSize, total: total, sequence: index + 1)
+            parts.append(.field(name: "upToken", value: upToken))
+            parts.append(.field(name: "crc", value: String(crc, radix: 16)))
+            parts.append(
+                .file(
+                    name: "block", fileName: target.fileName, contentType: "application/octet-stream",
+                    region: FileRegion(file: context.source, offset: offset, length: length)))
+            let response = try await http.send(target.request("POST", body: .multipart(parts)), meter: context.meter)
+            if (response.status == 404 || response.status == 410) && !restarted {
+                // The server forgot the upload (expired or restarted empty): begin again, once.
+                await context.note(
+                    "the server no longer knows upload \(upToken) (HTTP \(response.status)); starting over")
+                restarted = true
+                upToken = try await initialize(context, blockSize: blockSize)
+                index = 0
+                continue
+            }
+            let data = try Self.check(response, target: target, step: "block \(index + 1) of \(blockCount)")
+            index += 1
+            try await context.commit(
+                offset + length,
+                Checkpoint(ChunkedCheckpoint(upToken: upToken, blockSize: blockSize, blocksAcknowledged: index)), true)
+            last = (response, data)
+        }
+        guard let last else { throw TransferFailure.protocolViolation("no block was sent") }
+        let url = last.data["fileUrl"] as? String ?? last.response.resultURL(pointer: target.resultURLPointer)
+        return JobResult(url: url, status: last.response.status, body: String(last.response.bodyText.prefix(4096)))
+    }
+
+    func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
+        guard let url = job.result?.url, url.hasPrefix("http") else {
+            throw TransferFailure.config(
+                "the server did not say where job \(job.id)'s file is, so it cannot be deleted")
+        }
+        try await HTTPDelete.send(
+            http: http, target: target, url: try target.checkServerURL(url, for: "deleting the file"))
+    }
+
+    /// The init request: answers the upToken, journaled before any block is sent.
+    private func initialize(_ context: TransferContext, blockSize: Int64) async throws -> String {
+        let target = context.target
+        var parts = commonFields(target, blockSize: blockSize, total: context.source.size, sequence: 0)
+        parts.append(
+            .file(
+                name: "block", fileName: target.fileName, contentType: "application/octet-stream",
+                region: FileRegion(file: context.source, offset: 0, length: 0)))
+        let response = try await http.send(target.request("POST", body: .multipart(parts)))
+        let data = try Self.check(response, target: target, step: "init")
+        guard let upToken = data["upToken"] as? String, !upToken.isEmpty else {
+            throw TransferFailure.protocolViolation(
+                "the init answer has no data.upToken: \(response.bodyText.prefix(200))")
+        }
+        try await context.commit(
+            0, Checkpoint(ChunkedCheckpoint(upToken: upToken, blockSize: blockSize, blocksAcknowledged: 0)), true)
+        return upToken
+    }
+
+    private func commonFields(_ target: ResolvedTarget, blockSize: Int64, total: Int64, sequence: Int64)
+        -> [MultipartPart]
+    {
+        let ext = (target.fileName as NSString).pathExtension
+        let suffix = ext.count <= 16 && ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) ? ext : ""
+        var parts: [MultipartPart] = [
+            .field(name: "sequenceNo", value: String(sequence)), .field(name: "blockSize", value: String(blockSize)),
+            .field(name: "totFileSize", value: String(total)), .field(name: "suffix", value: suffix),
+        ]
+        parts += target.fields.map { .field(name: $0.name, value: $0.value) }
+        return parts
+    }
+
+    /// A 2xx with a JSON body whose `code` is 0 (or absent); returns its `data` object.
+    static func check(_ response: HTTPResponse, target: ResolvedTarget, step: String) throws -> [String: Any] {
+        guard HTTPStatus.isSuccess(response.status) else {
+            throw TransferFailure.http(
+                status: response.status, method: "POST", url: "\(Redaction.redactURL(target.url)) (\(step))",
+                body: response.bodyText, retryAfter: response.retryAfter)
+        }
+        guard let answer = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw TransferFailure.protocolViolation(
+                "\(step): the server's answer is not a JSON object: \(response.bodyText.prefix(200))")
+        }
+        if let code = answer["code"] as? Int, code != 0 {
+            let message = answer["message"] as? String ?? "error \(code)"
+            throw TransferFailure(
+                JobError(code: "protocol", message: "\(step): the server said \(code): \(message)"), retryable: false)
+        }
+        return answer["data"] as? [String: Any] ?? [:]
+    }
+}

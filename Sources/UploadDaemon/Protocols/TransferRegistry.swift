@@ -1,0 +1,51 @@
+import UploadCore
+import UploadWire
+
+/// The daemon's protocols: how to make each one's Transfer, and the probes `auto` asks an http
+/// server before it settles on put. A new protocol is a folder next to this file (its Transfer,
+/// its CheckpointPayload), one row here, and its name and traits in `UploadProtocol`.
+enum TransferRegistry {
+    private static let makers: [UploadProtocol: @Sendable (any HTTPSending) -> any Transfer] = [
+        .put: { PutTransfer(http: $0) },
+        .post: { PostTransfer(http: $0) },
+        .file: { _ in FileTransfer() },
+        .chunked: { ChunkedTransfer(http: $0) },
+        .tus: { TusTransfer(http: $0) },
+        .s3: { S3Transfer(http: $0) },
+    ]
+
+    /// For an http destination under `auto`: the protocols that can tell from the server's answer
+    /// whether it speaks them, in the order they are asked. A probe says what the server answered
+    /// and whether that means yes; one that cannot reach the server throws (the attempt is retried
+    /// with the probe, nothing decided).
+    typealias Probe = @Sendable (any HTTPSending, ResolvedTarget) async throws -> (speaks: Bool, answered: String)
+    private static let probes: [(UploadProtocol, Probe)] = [
+        (.tus, { http, target in try await TusServer.probe(http: http, target: target) })
+    ]
+    /// What `auto` uploads an http destination with when no probe says yes.
+    static let fallback = UploadProtocol.put
+
+    /// The protocols this build can upload with, as daemon.hello lists them.
+    static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { makers[$0] != nil } }
+
+    static func transfer(for uploadProtocol: UploadProtocol, http: any HTTPSending) throws(TransferFailure)
+        -> any Transfer
+    {
+        guard let make = makers[uploadProtocol] else {
+            throw .config("no transfer uploads with protocol \(uploadProtocol.rawValue) (it was not resolved)")
+        }
+        return make(http)
+    }
+
+    /// Asks the server which protocol to use: the first probe that recognizes it, else `fallback`;
+    /// with what the server answered, for the job's history.
+    static func resolveAuto(http: any HTTPSending, target: ResolvedTarget) async throws -> (UploadProtocol, String) {
+        var answers: [String] = []
+        for (uploadProtocol, probe) in probes {
+            let (speaks, answered) = try await probe(http, target)
+            if speaks { return (uploadProtocol, "\(answered): uploading with \(uploadProtocol.rawValue)") }
+            answers.append(answered)
+        }
+        return (fallback, "\(answers.joined(separator: "; ")): uploading with \(fallback.rawValue)")
+    }
+}

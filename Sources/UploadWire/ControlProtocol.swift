@@ -1,0 +1,348 @@
+import Foundation
+
+/// JSON-RPC 2.0 over newline-delimited JSON on a Unix socket. Every name here is public contract.
+public enum ControlProtocol {
+    public static let version = 1
+    /// A request line longer than this is refused: the connection gets an error and is closed.
+    public static let maxLineLength = 1 << 20
+}
+
+/// The methods the daemon serves.
+public enum ControlMethod: String, Sendable, CaseIterable {
+    case hello = "daemon.hello"
+    case status = "daemon.status"
+    case reload = "daemon.reload"
+    case limit = "daemon.limit"
+    case add = "job.add"
+    case list = "job.list"
+    case get = "job.get"
+    case pause = "job.pause"
+    case resume = "job.resume"
+    case cancel = "job.cancel"
+    case remove = "job.remove"
+    case retry = "job.retry"
+    case priority = "job.priority"
+    case move = "job.move"
+    case clear = "job.clear"
+    case delete = "job.delete"
+    case subscribe = "events.subscribe"
+}
+
+/// The notifications sent to subscribers.
+public enum ControlEvent: String, Sendable {
+    /// A job changed state; params are the job object.
+    case state = "job.state"
+    /// A job moved bytes; params are `JobProgressEvent`. Throttled per job.
+    case progress = "job.progress"
+    /// A job was removed (remove, clear, delete); params are `{"id": N}`.
+    case removed = "job.removed"
+}
+
+/// A JSON-RPC request or notification.
+public struct RPCRequest: Codable, Sendable {
+    public var jsonrpc: String
+    public var id: JSONValue?
+    public var method: String
+    public var params: JSONValue?
+
+    public init(id: JSONValue?, method: String, params: JSONValue? = nil) {
+        self.jsonrpc = "2.0"
+        self.id = id
+        self.method = method
+        self.params = params
+    }
+}
+
+/// A JSON-RPC error object. The codes below -32000 are the spec's; -32001 and down are ours.
+public struct RPCError: Codable, Sendable, Error, Equatable, CustomStringConvertible {
+    public var code: Int
+    public var message: String
+    public var data: JSONValue?
+
+    public init(code: Int, message: String, data: JSONValue? = nil) {
+        self.code = code
+        self.message = message
+        self.data = data
+    }
+
+    public var description: String { message }
+
+    public static let parseErrorCode = -32700
+    public static let invalidRequestCode = -32600
+    public static let methodNotFoundCode = -32601
+    public static let invalidParamsCode = -32602
+    public static let internalErrorCode = -32603
+    public static let jobNotFoundCode = -32001
+    public static let invalidTransitionCode = -32002
+    public static let sourceErrorCode = -32003
+    public static let noSpaceCode = -32004
+    public static let shuttingDownCode = -32005
+    public static let deniedCode = -32006
+    /// daemon.reload: the config file has errors; the one in use stays.
+    public static let configErrorCode = -32007
+
+    public static func parseError(_ detail: String) -> RPCError {
+        RPCError(code: parseErrorCode, message: "parse error: \(detail)")
+    }
+    public static func invalidRequest(_ detail: String) -> RPCError {
+        RPCError(code: invalidRequestCode, message: "invalid request: \(detail)")
+    }
+    public static func methodNotFound(_ method: String) -> RPCError {
+        RPCError(
+            code: methodNotFoundCode, message: "unknown method '\(method)'; daemon.hello lists what this daemon serves")
+    }
+    public static func invalidParams(_ detail: String) -> RPCError {
+        RPCError(code: invalidParamsCode, message: "invalid params: \(detail)")
+    }
+    public static func jobNotFound(_ id: JobID) -> RPCError {
+        RPCError(code: jobNotFoundCode, message: "no job \(id); uploadctl list shows the jobs")
+    }
+}
+
+/// A JSON-RPC response: exactly one of `result` and `error`.
+public struct RPCResponse: Codable, Sendable {
+    public var jsonrpc: String = "2.0"
+    public var id: JSONValue
+    public var result: JSONValue?
+    public var error: RPCError?
+
+    public init(id: JSONValue, result: JSONValue) {
+        self.id = id
+        self.result = result
+    }
+
+    public init(id: JSONValue, error: RPCError) {
+        self.id = id
+        self.error = error
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(jsonrpc, forKey: .jsonrpc)
+        try container.encode(id, forKey: .id)
+        if let error {
+            try container.encode(error, forKey: .error)
+        } else {
+            try container.encode(result ?? .null, forKey: .result)
+        }
+    }
+}
+
+/// A notification from the daemon (no id).
+public struct RPCNotification: Codable, Sendable {
+    public var jsonrpc: String = "2.0"
+    public var method: String
+    public var params: JSONValue
+
+    public init(method: String, params: JSONValue) {
+        self.method = method
+        self.params = params
+    }
+}
+
+/// Params types reject keys they do not know, so a misspelt option is an error, not a silent no-op.
+public protocol StrictParams: Decodable {
+    static var knownKeys: Set<String> { get }
+}
+
+extension StrictParams {
+    /// Decodes params, rejecting unknown keys and wrong types with a message naming the key.
+    public static func decode(from params: JSONValue?) throws(RPCError) -> Self {
+        let value = params ?? .object([:])
+        guard let object = value.objectValue else { throw RPCError.invalidParams("params must be an object") }
+        if let unknown = object.keys.sorted().first(where: { !knownKeys.contains($0) }) {
+            throw RPCError.invalidParams("unknown key '\(unknown)'")
+        }
+        do {
+            return try value.decode(Self.self)
+        } catch let DecodingError.typeMismatch(type, context) {
+            throw RPCError.invalidParams(
+                "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' must be \(type)")
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw RPCError.invalidParams("'\(key.stringValue)' is required")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw RPCError.invalidParams(
+                "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' must not be null")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw RPCError.invalidParams(
+                "'\(context.codingPath.map(\.stringValue).joined(separator: "."))': \(context.debugDescription)")
+        } catch {
+            throw RPCError.invalidParams("\(error)")
+        }
+    }
+}
+
+/// `job.add` params: the same names as uploadctl's options.
+public struct AddParams: Codable, Sendable, StrictParams {
+    public var source: String
+    public var destination: String
+    public var `protocol`: UploadProtocol?
+    /// `K: V` strings.
+    public var headers: [String]?
+    /// `K=V` strings, or an object.
+    public var fields: [String]?
+    public var user: String?
+    /// Bytes, or a SIZE string such as `8M`.
+    public var chunkSize: String?
+    public var priority: Int?
+    public var snapshot: SnapshotMode?
+    public var image: String?
+    /// Adding twice with the same token returns the first job instead of a second one.
+    public var clientToken: String?
+    public var metadata: [String: String]?
+    /// The adding client's umask (0 to 511, e.g. 18 for 022): what a `file://` copy creates gets
+    /// the modes `cp` would give it.
+    public var umask: Int?
+
+    public init(source: String, destination: String) {
+        self.source = source
+        self.destination = destination
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case source, destination, `protocol`, headers, fields, user, priority, snapshot, image, metadata, umask
+        case chunkSize = "chunk_size"
+        case clientToken = "client_token"
+    }
+
+    public static let knownKeys: Set<String> = [
+        "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
+        "image", "client_token", "metadata", "umask",
+    ]
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        source = try container.decode(String.self, forKey: .source)
+        destination = try container.decode(String.self, forKey: .destination)
+        `protocol` = try container.decodeIfPresent(UploadProtocol.self, forKey: .protocol)
+        headers = try container.decodeIfPresent([String].self, forKey: .headers)
+        if let object = try? container.decodeIfPresent([String: String].self, forKey: .fields) {
+            fields = object.keys.sorted().map { "\($0)=\(object[$0]!)" }
+        } else {
+            fields = try container.decodeIfPresent([String].self, forKey: .fields)
+        }
+        user = try container.decodeIfPresent(String.self, forKey: .user)
+        if let bytes = try? container.decodeIfPresent(Int64.self, forKey: .chunkSize) {
+            chunkSize = String(bytes)
+        } else {
+            chunkSize = try container.decodeIfPresent(String.self, forKey: .chunkSize)
+        }
+        priority = try container.decodeIfPresent(Int.self, forKey: .priority)
+        snapshot = try container.decodeIfPresent(SnapshotMode.self, forKey: .snapshot)
+        image = try container.decodeIfPresent(String.self, forKey: .image)
+        clientToken = try container.decodeIfPresent(String.self, forKey: .clientToken)
+        metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
+        umask = try container.decodeIfPresent(Int.self, forKey: .umask)
+    }
+}
+
+/// Params of the job methods that take `{id}`, `{ids: [...]}` or `{all: true}`.
+public struct JobSelection: Codable, Sendable, Equatable, StrictParams {
+    public var id: JobID?
+    public var ids: [JobID]?
+    public var all: Bool?
+    /// With `all`: only jobs in these states (of those the command acts on).
+    public var states: [JobState]?
+
+    /// `{id}` alone: answered with the job itself, or the error.
+    public var isSingle: Bool { id != nil && ids == nil && all != true }
+
+    public init(id: JobID? = nil, ids: [JobID]? = nil, all: Bool? = nil, states: [JobState]? = nil) {
+        self.id = id
+        self.ids = ids
+        self.all = all
+        self.states = states
+    }
+
+    public static let knownKeys: Set<String> = ["id", "ids", "all", "states"]
+
+    /// The IDs named, in order, without duplicates.
+    public var namedIDs: [JobID] {
+        var seen = Set<JobID>()
+        return ((id.map { [$0] } ?? []) + (ids ?? [])).filter { seen.insert($0).inserted }
+    }
+}
+
+/// `job.priority` params: the job and its new priority (higher starts first, -1000 to 1000).
+public struct PriorityParams: Codable, Sendable, StrictParams {
+    public var id: JobID
+    public var priority: Int
+
+    public init(id: JobID, priority: Int) {
+        self.id = id
+        self.priority = priority
+    }
+
+    public static let knownKeys: Set<String> = ["id", "priority"]
+}
+
+/// `job.move` params: the job, and exactly one of `top`, `bottom`, `before` (an ID) or `after`.
+public struct MoveParams: Codable, Sendable, Equatable, StrictParams {
+    public var id: JobID
+    public var top: Bool?
+    public var bottom: Bool?
+    public var before: JobID?
+    public var after: JobID?
+
+    public init(id: JobID, top: Bool? = nil, bottom: Bool? = nil, before: JobID? = nil, after: JobID? = nil) {
+        self.id = id
+        self.top = top
+        self.bottom = bottom
+        self.before = before
+        self.after = after
+    }
+
+    public static let knownKeys: Set<String> = ["id", "top", "bottom", "before", "after"]
+}
+
+/// `job.list` params.
+public struct ListParams: Codable, Sendable, StrictParams {
+    public var states: [JobState]?
+    public var ids: [JobID]?
+
+    public init(states: [JobState]? = nil, ids: [JobID]? = nil) {
+        self.states = states
+        self.ids = ids
+    }
+
+    public static let knownKeys: Set<String> = ["states", "ids"]
+}
+
+/// `events.subscribe` params: no ids means every job.
+public struct SubscribeParams: Codable, Sendable, StrictParams {
+    public var ids: [JobID]?
+
+    public init(ids: [JobID]? = nil) { self.ids = ids }
+
+    public static let knownKeys: Set<String> = ["ids"]
+}
+
+/// Params of methods that take none.
+public struct NoParams: Codable, Sendable, StrictParams {
+    public init() {}
+    public static let knownKeys: Set<String> = []
+}
+
+/// Answers and notifications put together around a result already encoded from its own type: a
+/// list of 10,000 jobs is encoded once, not first into a `JSONValue` tree and then again.
+public enum RPCLine {
+    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline.
+    public static func result(id: JSONValue, encodedResult: [UInt8]) throws -> [UInt8] {
+        var line = Array(#"{"id":"#.utf8)
+        line += try JSONCoding.encoder.encode(id)
+        line += Array(#","jsonrpc":"2.0","result":"#.utf8)
+        line += encodedResult
+        line.append(UInt8(ascii: "}"))
+        return line
+    }
+
+    /// `{"jsonrpc":"2.0","method":…,"params":…}` without the newline.
+    public static func notification(method: String, encodedParams: [UInt8]) throws -> [UInt8] {
+        var line = Array(#"{"jsonrpc":"2.0","method":"#.utf8)
+        line += try JSONCoding.encoder.encode(method)
+        line += Array(#","params":"#.utf8)
+        line += encodedParams
+        line.append(UInt8(ascii: "}"))
+        return line
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+/// A parsed DEST: where a job uploads to.
+public enum Destination: Sendable, Equatable {
+    /// An http(s) URL. A trailing slash means "append the file's name".
+    case http(URL)
+    /// `s3://bucket/key-or-prefix`.
+    case s3(bucket: String, key: String)
+    /// `file:///dir/` or `file:///dir/name`.
+    case file(path: String)
+    /// `REMOTE:path`, a named remote from the config.
+    case remote(name: String, path: String)
+
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        public var text: String
+        public var reason: String
+        public var description: String {
+            "bad destination '\(Redaction.redactURL(text))': \(reason); use http(s)://host/dir/, s3://bucket/prefix/, file:///dir/ or REMOTE:path"
+        }
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> Destination {
+        func fail(_ reason: String) -> ParseError { ParseError(text: text, reason: reason) }
+        if text.isEmpty { throw fail("it is empty") }
+        if text.contains(where: { $0.isNewline || $0 == "\0" }) { throw fail("it contains a control character") }
+        let lower = text.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+            guard let components = URLComponents(string: Self.encodingSpecialCharacters(text)),
+                let host = components.host, !host.isEmpty, let url = components.url
+            else {
+                throw fail("not a valid URL")
+            }
+            if components.fragment != nil {
+                throw fail("a fragment (#...) is never sent to a server; remove it")
+            }
+            return .http(url)
+        }
+        if lower.hasPrefix("s3://") {
+            let rest = text.dropFirst(5)
+            let bucket = String(rest.prefix(while: { $0 != "/" }))
+            guard !bucket.isEmpty else { throw fail("no bucket name") }
+            let key = String(rest.dropFirst(bucket.count).drop(while: { $0 == "/" }))
+            return .s3(bucket: bucket, key: key)
+        }
+        if lower.hasPrefix("file://") {
+            let path = String(text.dropFirst(7))
+            guard path.hasPrefix("/") else {
+                throw fail("a file:// destination needs an absolute path, as file:///dir/")
+            }
+            if path.contains("?") || path.contains("#") {
+                throw fail(
+                    "a file:// destination takes no query (?) or fragment (#); write such characters as %3F and %23")
+            }
+            return .file(path: path.removingPercentEncoding ?? path)
+        }
+        if let colon = text.firstIndex(of: ":") {
+            let name = String(text[..<colon])
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." })
+            else { throw fail("unknown scheme") }
+            return .remote(name: name, path: String(text[text.index(after: colon)...]))
+        }
+        throw fail("no scheme")
+    }
+
+    /// `text` with the characters a URL cannot hold as they are (spaces, quotes, `<>`, control
+    /// characters, non-ASCII) percent-encoded, as rclone and browsers do; `%` escapes already there
+    /// and the URL's own delimiters are kept.
+    public static func encodingSpecialCharacters(_ text: String) -> String {
+        var allowed = CharacterSet.urlQueryAllowed.union(.urlPathAllowed).union(.urlHostAllowed).union(.urlUserAllowed)
+        allowed.insert(charactersIn: "%#[]:@")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// The file name the destination itself gives (`http://h/dir/name`, `s3://b/key`,
+    /// `file:///dir/name`, `REMOTE:dir/name`), or nil when it names a folder (a trailing `/`).
+    public var explicitFileName: String? {
+        let path: String
+        switch self {
+        case .http(let url): path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        case .s3(_, let key): path = key
+        case .file(let filePath): path = filePath
+        case .remote(_, let remotePath): path = remotePath
+        }
+        guard !path.isEmpty, !path.hasSuffix("/") else { return nil }
+        let last = String(path.split(separator: "/").last ?? "")
+        let name = last.removingPercentEncoding ?? last
+        return SafeFileName.isSafe(name) ? name : nil
+    }
+
+    /// What a protocol can upload to (a remote is one of these once its config is read).
+    public enum Kind: String, Sendable, Hashable {
+        case http, s3, file
+    }
+
+    /// The kind of destination; nil for a remote, whose kind its config decides.
+    public var kind: Kind? {
+        switch self {
+        case .http: return .http
+        case .s3: return .s3
+        case .file: return .file
+        case .remote: return nil
+        }
+    }
+
+    /// The protocol `auto` picks without asking a server: the only one that uploads to this kind
+    /// of destination (`UploadProtocol.traits`); nil when several do and the server must be asked
+    /// (http), or for a remote.
+    public var impliedProtocol: UploadProtocol? {
+        guard let kind else { return nil }
+        let candidates = UploadProtocol.allCases.filter { $0 != .auto && $0.traits.destinations.contains(kind) }
+        return candidates.count == 1 ? candidates[0] : nil
+    }
+}
+
+/// Turns a local file name into a single safe path component for a destination.
+public enum SafeFileName {
+    /// The last path component of `path`, refused when it could escape a directory or confuse a server.
+    public static func component(from path: String) -> String? {
+        let name = (path as NSString).lastPathComponent
+        guard isSafe(name) else { return nil }
+        return name
+    }
+
+    public static func isSafe(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/")
+            && !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+    }
+}

@@ -1,0 +1,331 @@
+import Foundation
+
+/// A job as clients see it (`--json`, `job.get`, events). Secrets are never part of it.
+public struct JobInfo: Codable, Sendable, Equatable {
+    public var id: JobID
+    public var state: JobState
+    public var source: String
+    public var destination: String
+    public var `protocol`: UploadProtocol
+    public var bytesTotal: Int64
+    /// Bytes sent on the wire during this attempt.
+    public var bytesSent: Int64
+    /// Bytes committed by the server; never goes backwards.
+    public var bytesAcked: Int64
+    /// Bytes per second over the last few seconds of this attempt.
+    public var speed: Double
+    /// Seconds left at the current speed, or null when unknown.
+    public var eta: Double?
+    public var attempts: Int
+    public var priority: Int
+    public var error: JobError?
+    public var result: JobResult?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var nextAttemptAt: Date?
+    public var snapshot: String?
+    public var user: String?
+    public var history: [JobEvent]?
+    /// What a queued job waits for before it can start: `network` (no route to its destination),
+    /// `metered` (a metered connection the config says to spare) or `battery`; null otherwise.
+    public var waiting: String?
+    /// `--image SPEC` as given, when the job asked for image preparation.
+    public var image: String?
+    /// What preparation made, once it ran.
+    public var prepared: PreparedInfo?
+
+    enum CodingKeys: String, CodingKey {
+        case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
+            history, waiting, image, prepared
+        case bytesTotal = "bytes_total"
+        case bytesSent = "bytes_sent"
+        case bytesAcked = "bytes_acked"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case nextAttemptAt = "next_attempt_at"
+    }
+
+    public init(
+        id: JobID, state: JobState, source: String, destination: String, protocol: UploadProtocol,
+        bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?, attempts: Int,
+        priority: Int, error: JobError?, result: JobResult?, createdAt: Date, updatedAt: Date, nextAttemptAt: Date?,
+        snapshot: String?, user: String?, history: [JobEvent]?, waiting: String?, image: String? = nil,
+        prepared: PreparedInfo? = nil
+    ) {
+        self.id = id
+        self.state = state
+        self.source = source
+        self.destination = destination
+        self.protocol = `protocol`
+        self.bytesTotal = bytesTotal
+        self.bytesSent = bytesSent
+        self.bytesAcked = bytesAcked
+        self.speed = speed
+        self.eta = eta
+        self.attempts = attempts
+        self.priority = priority
+        self.error = error
+        self.result = result
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.nextAttemptAt = nextAttemptAt
+        self.snapshot = snapshot
+        self.user = user
+        self.history = history
+        self.waiting = waiting
+        self.image = image
+        self.prepared = prepared
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(state, forKey: .state)
+        try container.encode(source, forKey: .source)
+        try container.encode(destination, forKey: .destination)
+        try container.encode(`protocol`, forKey: .protocol)
+        try container.encode(bytesTotal, forKey: .bytesTotal)
+        try container.encode(bytesSent, forKey: .bytesSent)
+        try container.encode(bytesAcked, forKey: .bytesAcked)
+        try container.encode(speed, forKey: .speed)
+        try container.encode(eta, forKey: .eta)  // null when unknown, as the contract says
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(error, forKey: .error)
+        try container.encode(result, forKey: .result)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encodeIfPresent(nextAttemptAt, forKey: .nextAttemptAt)
+        try container.encodeIfPresent(snapshot, forKey: .snapshot)
+        try container.encodeIfPresent(user, forKey: .user)
+        try container.encodeIfPresent(history, forKey: .history)
+        try container.encode(waiting, forKey: .waiting)
+        try container.encodeIfPresent(image, forKey: .image)
+        try container.encodeIfPresent(prepared, forKey: .prepared)
+    }
+}
+
+/// The `job.progress` notification's params.
+public struct JobProgressEvent: Codable, Sendable, Equatable {
+    public var id: JobID
+    public var bytesTotal: Int64
+    public var bytesSent: Int64
+    public var bytesAcked: Int64
+    public var speed: Double
+    public var eta: Double?
+
+    public init(id: JobID, bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?) {
+        self.id = id
+        self.bytesTotal = bytesTotal
+        self.bytesSent = bytesSent
+        self.bytesAcked = bytesAcked
+        self.speed = speed
+        self.eta = eta
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, speed, eta
+        case bytesTotal = "bytes_total"
+        case bytesSent = "bytes_sent"
+        case bytesAcked = "bytes_acked"
+    }
+}
+
+/// `job.list`, and job methods given `{ids}` or `{all}`, answer `{jobs: [...]}`.
+public struct JobList: Codable, Sendable {
+    public var jobs: [JobInfo]
+    /// For methods given several IDs: each job that could not be acted on, and why (the others
+    /// were); absent when there were none.
+    public var errors: [JobFailure]?
+
+    public init(jobs: [JobInfo], errors: [JobFailure]? = nil) {
+        self.jobs = jobs
+        self.errors = errors?.isEmpty == true ? nil : errors
+    }
+}
+
+/// One job a method could not act on (by `id`), or one file `add` could not queue (by `source`),
+/// with the JSON-RPC error it would have answered alone.
+public struct JobFailure: Codable, Sendable, Equatable {
+    public var id: JobID?
+    public var source: String?
+    public var code: Int
+    public var message: String
+
+    public init(id: JobID? = nil, source: String? = nil, error: RPCError) {
+        self.id = id
+        self.source = source
+        self.code = error.code
+        self.message = error.message
+    }
+}
+
+/// `daemon.hello`'s answer.
+public struct HelloInfo: Codable, Sendable {
+    public var name: String
+    public var version: String
+    public var protocolVersion: Int
+    public var methods: [String]
+    public var protocols: [String]
+    public var pid: Int32
+
+    public init(name: String, version: String, protocolVersion: Int, methods: [String], protocols: [String], pid: Int32)
+    {
+        self.name = name
+        self.version = version
+        self.protocolVersion = protocolVersion
+        self.methods = methods
+        self.protocols = protocols
+        self.pid = pid
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, version, methods, protocols, pid
+        case protocolVersion = "protocol_version"
+    }
+}
+
+/// `daemon.status`'s answer.
+public struct DaemonStatus: Codable, Sendable {
+    public var version: String
+    public var pid: Int32
+    public var uptime: Double
+    /// Number of jobs in each state (every state present, zero or not).
+    public var jobs: [String: Int]
+    /// Sum of the running jobs' speeds, bytes/s.
+    public var speed: Double
+    public var maxTransfers: Int
+    public var stateDirectory: String
+    public var cacheDirectory: String
+    public var socket: String
+    public var journalBytes: Int64
+    /// Damage found and set aside at start-up, if any.
+    public var journalDamage: String?
+    public var configWarnings: [String]
+    /// The errors of the last reload that failed: that file was not applied, and the config
+    /// loaded before it (with `configWarnings`) is still in use. Empty once a reload succeeds.
+    public var configErrors: [String]?
+    /// All uploads together, bytes per second (`uploadctl limit`); null: none.
+    public var bandwidthLimit: Int64?
+
+    public init(
+        version: String, pid: Int32, uptime: Double, jobs: [String: Int], speed: Double, maxTransfers: Int,
+        stateDirectory: String, cacheDirectory: String, socket: String, journalBytes: Int64, journalDamage: String?,
+        configWarnings: [String], configErrors: [String] = [], bandwidthLimit: Int64? = nil
+    ) {
+        self.bandwidthLimit = bandwidthLimit
+        self.configErrors = configErrors.isEmpty ? nil : configErrors
+        self.version = version
+        self.pid = pid
+        self.uptime = uptime
+        self.jobs = jobs
+        self.speed = speed
+        self.maxTransfers = maxTransfers
+        self.stateDirectory = stateDirectory
+        self.cacheDirectory = cacheDirectory
+        self.socket = socket
+        self.journalBytes = journalBytes
+        self.journalDamage = journalDamage
+        self.configWarnings = configWarnings
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, pid, uptime, jobs, speed, socket
+        case maxTransfers = "max_transfers"
+        case stateDirectory = "state_directory"
+        case cacheDirectory = "cache_directory"
+        case journalBytes = "journal_bytes"
+        case journalDamage = "journal_damage"
+        case configWarnings = "config_warnings"
+        case configErrors = "config_errors"
+        case bandwidthLimit = "bandwidth_limit"
+    }
+}
+
+/// `daemon.limit` params and answer: bytes per second for all uploads together, or null for none.
+/// The params may also spell it as people do (`"5M"`, `"off"`).
+public struct LimitParams: Codable, Sendable, Equatable, StrictParams {
+    public var rate: JSONValue?
+
+    public init(rate: JSONValue?) { self.rate = rate }
+
+    public static let knownKeys: Set<String> = ["rate"]
+
+    /// The limit asked for: nil for none.
+    public func bytesPerSecond() throws(RPCError) -> Int64? {
+        switch rate {
+        case nil, .null?: return nil
+        case .number(let number)?:
+            guard number > 0, number < 1e15, number == number.rounded() else {
+                throw RPCError.invalidParams(
+                    "rate must be a whole number of bytes per second above 0, or null for none")
+            }
+            return Int64(number)
+        case .string(let text)?:
+            if ["off", "none", "0"].contains(text.lowercased()) { return nil }
+            guard let bytes = try? ByteSize.parse(text), bytes > 0 else {
+                throw RPCError.invalidParams("rate '\(text)' is not a size like 5M (bytes per second), or off")
+            }
+            return bytes
+        default:
+            throw RPCError.invalidParams("rate is a number of bytes per second, a size like \"5M\", or off")
+        }
+    }
+}
+
+/// `daemon.limit`'s answer.
+public struct LimitResult: Codable, Sendable, Equatable {
+    public var bandwidthLimit: Int64?
+
+    public init(bandwidthLimit: Int64?) { self.bandwidthLimit = bandwidthLimit }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(bandwidthLimit, forKey: .bandwidthLimit)  // null when none
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case bandwidthLimit = "bandwidth_limit"
+    }
+}
+
+/// `daemon.reload`'s answer: the new config's warnings (unknown keys, secrets others can read).
+public struct ReloadResult: Codable, Sendable {
+    public var warnings: [String]
+    public init(warnings: [String]) { self.warnings = warnings }
+}
+
+/// What preparation (`--image`) made of a job's source: `bytes_total` is `size` from then on.
+public struct PreparedInfo: Codable, Sendable, Equatable {
+    /// The bytes sent.
+    public var size: Int64
+    /// The source's size before preparation.
+    public var originalSize: Int64
+    /// SHA-256 of what is sent, lowercase hex: what the server must end up with.
+    public var sha256: String
+    /// The name on the server, when preparation changed it (`IMG_0001.HEIC` → `IMG_0001.jpg`).
+    public var fileName: String?
+    public var contentType: String?
+    /// What the steps report: `width`, `height`, `original_width`, `original_height`, `format`,
+    /// `quality`; `image` or `image_error` when the source went out as it was.
+    public var details: [String: String]
+
+    public init(
+        size: Int64, originalSize: Int64, sha256: String, fileName: String?, contentType: String?,
+        details: [String: String]
+    ) {
+        self.size = size
+        self.originalSize = originalSize
+        self.sha256 = sha256
+        self.fileName = fileName
+        self.contentType = contentType
+        self.details = details
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case size, sha256, details
+        case originalSize = "original_size"
+        case fileName = "file_name"
+        case contentType = "content_type"
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import UploadCore
+import UploadWire
+
+/// Progress as people see it: bytes counted when they reach the wire, an ETA that falls to 0, and
+/// a completed job that says it sent everything.
+@Suite(.serialized)
+final class ProgressTests {
+    let servers: TestServers
+    let files: URL
+
+    init() throws {
+        servers = try TestServers.load()
+        files = try TestPaths.scratch("progress-files")
+    }
+
+    @Test func aRateLimitedPutCountsWhatReachedTheWireAndItsETAFallsToZero() throws {
+        let rate = 1 << 20
+        let daemon = try DaemonProcess(name: "progress", config: "[daemon]\nrate_limit = 1M\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let path = files.appendingPathComponent("five.bin").path
+        let size = 5 << 20
+        try makeRandomFile(at: path, size: size)
+        let id = try daemon.add([path], to: "\(servers.nginxURL)/dav/progress/", ["--protocol", "put"])[0]
+        var samples: [(at: Double, sent: Int64, eta: Double?)] = []
+        var started: Date?
+        while true {
+            let job = try daemon.job(id)
+            if job.state == .running && started == nil && job.bytesSent > 0 { started = Date() }
+            if let started, job.state == .running {
+                samples.append((Date().timeIntervalSince(started), job.bytesSent, job.eta))
+            }
+            if job.state.isTerminal {
+                #expect(job.state == .completed)
+                #expect(job.bytesSent == Int64(size), "a completed job sent every byte")
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        try #require(samples.count >= 10, "too few samples: \(samples.count)")
+        // Never further ahead of the rate than one upload buffer (a quarter second) and a sample's slack.
+        for sample in samples {
+            let allowed = Int64((sample.at + 0.25 + 0.5) * Double(rate))
+            #expect(sample.sent <= allowed, "at \(sample.at) s, \(sample.sent) bytes counted as sent")
+        }
+        // It moves steadily, not in 2 MiB steps: no jump larger than a second's worth.
+        for (before, after) in zip(samples, samples.dropFirst()) {
+            #expect(after.sent - before.sent <= Int64(rate), "jumped \(after.sent - before.sent) bytes")
+        }
+        let etas = samples.compactMap(\.eta)
+        print("measured: ETAs every 0.2 s: \(etas)")
+        try #require(etas.count >= 5)
+        #expect(etas.last! <= 1, "the ETA ends near 0: \(etas)")
+        #expect(etas.first! >= 3, "and starts at the seconds left: \(etas)")
+        let rises = zip(etas, etas.dropFirst()).filter { $1 > $0 + 1 }.count
+        #expect(rises == 0, "the ETA never goes up by more than a second: \(etas)")
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import UploadDaemon
+
+/// The helper runner against real programs (sh, cat, python3): what a decoder that misbehaves
+/// would do, and what the daemon makes of it.
+@Suite(.serialized)
+struct HelperProcessTests {
+    let directory: TemporaryDirectory
+
+    init() throws { directory = try TemporaryDirectory("helper") }
+
+    func files(_ input: String) throws -> (in: Int32, out: Int32, outPath: String) {
+        let inPath = try directory.write("in-\(UUID().uuidString)", input)
+        let outPath = directory.path + "/out-\(UUID().uuidString)"
+        let inFD = open(inPath, O_RDONLY | O_CLOEXEC)
+        let outFD = open(outPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        return (inFD, outFD, outPath)
+    }
+
+    func sh(_ script: String, timeout: Duration = .seconds(20)) -> HelperProcess {
+        HelperProcess(executable: "/bin/sh", arguments: ["-c", script], timeout: timeout)
+    }
+
+    @Test func itReadsStdinWritesStdoutAndReturnsItsStderr() async throws {
+        let (input, output, outPath) = try files("hello helper\n")
+        defer { close(input); close(output) }
+        let outcome = try await sh("tr a-z A-Z; echo done >&2").run(input: input, output: output)
+        #expect(outcome.stderr == "done")
+        #expect(outcome.maxResidentKiB > 0)
+        #expect(try String(contentsOfFile: outPath, encoding: .utf8) == "HELLO HELPER\n")
+    }
+
+    @Test func itInheritsNoDescriptorOfTheDaemon() async throws {
+        let (input, output, outPath) = try files("")
+        defer { close(input); close(output) }
+        let leaked = open("/dev/null", O_RDONLY)  // without O_CLOEXEC, as a careless open would be
+        defer { close(leaked) }
+        _ = try await sh("ls /proc/self/fd").run(input: input, output: output)
+        // 0, 1, 2, and the descriptor ls itself opened to list them.
+        let listed = try String(contentsOfFile: outPath, encoding: .utf8).split(separator: "\n").compactMap { Int($0) }
+        #expect(listed.filter { $0 > 3 }.isEmpty, "open in the helper: \(listed)")
+        #expect(!listed.contains(Int(leaked)) || leaked <= 3)
+    }
+
+    @Test func aFailureExitCarriesTheEndOfItsStderr() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        await #expect(throws: HelperProcess.Failure.exited(status: 3, message: "not an image: bad header")) {
+            _ = try await sh("echo 'not an image: bad header' >&2; exit 3").run(input: input, output: output)
+        }
+    }
+
+    @Test func aCrashIsReportedWithItsSignalAndTheDaemonGoesOn() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        do {
+            _ = try await sh("kill -SEGV $$").run(input: input, output: output)
+            Issue.record("a crash passed for success")
+        } catch let failure as HelperProcess.Failure {
+            guard case .killed(let signal, _) = failure else {
+                Issue.record("\(failure)")
+                return
+            }
+            #expect(signal == SIGSEGV)
+            #expect(failure.description.contains("signal 11"))
+        }
+    }
+
+    @Test func aHelperThatHangsIsKilledAtItsTimeout() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        let start = ContinuousClock.now
+        await #expect(throws: HelperProcess.Failure.timedOut(.milliseconds(300))) {
+            _ = try await sh("sleep 30", timeout: .milliseconds(300)).run(input: input, output: output)
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func theMemoryLimitHoldsBeforeTheHelperRunsAnything() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        var helper = HelperProcess(
+            executable: "/usr/bin/python3", arguments: ["-c", "x = bytearray(400 << 20); print(len(x))"])
+        helper.memoryLimit = 200 << 20
+        await #expect(throws: HelperProcess.Failure.self) {
+            _ = try await helper.run(input: input, output: output)
+        }
+        helper.memoryLimit = nil
+        _ = try await helper.run(input: input, output: output)
+    }
+
+    @Test func theCPULimitStopsABusyLoop() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        var helper = sh("while :; do :; done")
+        helper.cpuSeconds = 1
+        do {
+            _ = try await helper.run(input: input, output: output)
+            Issue.record("a busy loop ran to its end")
+        } catch let failure as HelperProcess.Failure {
+            guard case .killed(let signal, _) = failure else {
+                Issue.record("\(failure)")
+                return
+            }
+            #expect(signal == SIGXCPU || signal == SIGKILL)
+        }
+    }
+
+    @Test func cancellingTheTaskKillsTheHelper() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        let helper = sh("sleep 30")
+        let start = ContinuousClock.now
+        let task = Task { try await helper.run(input: input, output: output) }
+        try await Task.sleep(for: .milliseconds(200))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func aMissingProgramFailsToStartWithItsName() async throws {
+        let (input, output, _) = try files("")
+        defer { close(input); close(output) }
+        await #expect(throws: HelperProcess.Failure.couldNotStart("/nonexistent/helper: No such file or directory")) {
+            _ = try await HelperProcess(executable: "/nonexistent/helper", arguments: []).run(
+                input: input, output: output)
+        }
+    }
+}

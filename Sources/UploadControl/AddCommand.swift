@@ -1,17 +1,28 @@
 import Glibc
 import UploadWire
 
-/// `uploadctl add PATH... --to DEST [options]`: queues one job per file.
+/// `uploadctl add PATH...|- --to DEST [options]`: queues one job per file, folders file by file.
 struct AddCommand: ControlCommand {
     static let name = "add"
     static let abstract = "Queue files for upload and print one job ID per line"
     static let synopsis = """
-        PATH... --to DEST [--protocol \(UploadProtocol.alternatives)] [--header 'K: V']...
+        PATH...|- --to DEST [--exclude GLOB]... [--hidden] [--follow] [-0] [--protocol \(UploadProtocol.alternatives)] [--header 'K: V']...
               [--header-file FILE] [--field K=V]... [--user USER[:PASSWORD]] [--password-file FILE]
               [--chunk-size SIZE] [--priority N] [--snapshot auto|copy|none] [--image SPEC] [--wait]
         """
     static let details = """
+        A folder is added with every file inside it, keeping their folders under DEST: with
+        --to nas:2026/, ~/Pictures/trip/day1/a.jpg goes to 2026/trip/day1/a.jpg. Missing folders
+        are made on the server (WebDAV MKCOL, file://). '-' reads the paths from stdin, one per line.
+        All the jobs of one add form a batch, named by its first job's ID: list, wait and cancel take
+        --batch N.
+
         Options:
+          --exclude GLOB      skip files and folders whose name, or path inside the folder added,
+                              matches GLOB ('*.tmp', 'cache/*'); repeatable
+          --hidden            also add hidden files and folders (names starting with '.')
+          --follow            follow symlinks inside folders (they are skipped by default)
+          -0                  with '-': the paths on stdin end with NUL, as find -print0 writes
           --to DEST           http(s)://host/dir/ (a trailing slash appends the file name),
                               http(s)://host/dir/name, s3://bucket/prefix/, file:///dir/, or REMOTE:path
           --protocol NAME     \(UploadProtocol.spelledOut) (auto is the default; see below)
@@ -54,6 +65,7 @@ struct AddCommand: ControlCommand {
         .value("--header-file", "FILE"), .value("--field", "K=V"), .value("--user", "USER[:PASSWORD]"),
         .value("--password-file", "FILE"), .value("--chunk-size", "SIZE"),
         .value("--priority", "N"), .value("--snapshot", "MODE"), .value("--image", "SPEC"), .flag("--wait"),
+        .value("--exclude", "GLOB"), .flag("--hidden"), .flag("--follow"), .flag("-0"),
     ]
 
     var paths: [String]
@@ -70,16 +82,25 @@ struct AddCommand: ControlCommand {
     var snapshot: SnapshotMode?
     var image: String?
     var wait: Bool
+    var walker: FolderWalker
+    /// `-`: more paths come from stdin; `-0`: NUL-separated.
+    var readsStandardInput: Bool
+    var nulSeparated: Bool
 
     init(parsed: ParsedArguments) throws(UsageError) {
-        paths = parsed.positionals
-        guard !paths.isEmpty else { throw UsageError("missing PATH: name at least one file to upload") }
-        if paths.contains("") { throw UsageError("a PATH is empty") }
-        if paths.contains("-") {
-            throw UsageError(
-                "reading the paths from stdin (add -) is not available yet; name the files (for a file named -, write ./-)"
-            )
+        readsStandardInput = parsed.positionals.contains("-")
+        paths = parsed.positionals.filter { $0 != "-" }
+        guard !paths.isEmpty || readsStandardInput else {
+            throw UsageError("missing PATH: name at least one file or folder to upload, or - to read them from stdin")
         }
+        if paths.contains("") { throw UsageError("a PATH is empty") }
+        nulSeparated = parsed.contains("-0")
+        if nulSeparated && !readsStandardInput {
+            throw UsageError("-0 goes with - (paths from stdin, as find -print0 writes them)")
+        }
+        walker = FolderWalker(
+            excludes: parsed.values("--exclude"), includeHidden: parsed.contains("--hidden"),
+            followSymlinks: parsed.contains("--follow"))
         guard let destination = parsed.value("--to") else {
             throw UsageError("missing --to DEST: say where to upload")
         }
@@ -115,8 +136,16 @@ struct AddCommand: ControlCommand {
     /// The `job.add` params, one per path, with relative paths made absolute against `workingDirectory`.
     func requests(workingDirectory: String) -> [AddParams] {
         paths.map { path in
-            var params = AddParams(
-                source: Self.absolutePath(path, workingDirectory: workingDirectory), destination: destination)
+            var params = template
+            params.source = Self.absolutePath(path, workingDirectory: workingDirectory)
+            return params
+        }
+    }
+
+    /// What every job of this add is given, whatever its file.
+    var template: AddParams {
+        do {
+            var params = AddParams(source: "", destination: destination)
             params.protocol = uploadProtocol
             params.headers = headers.isEmpty ? nil : headers
             params.fields = fields.isEmpty ? nil : fields
@@ -128,6 +157,37 @@ struct AddCommand: ControlCommand {
             params.umask = Int(Self.processUmask)
             return params
         }
+    }
+
+    /// Where the files of `folder` (relative to a folder named, empty for a file named on its
+    /// own) go: DEST itself, or its folder path below DEST, each name percent-encoded. A folder
+    /// needs DEST to be a folder too (a trailing `/`, or `REMOTE:` alone).
+    func destination(forFolder folder: String) throws(UsageError) -> String {
+        guard !folder.isEmpty else { return destination }
+        guard destination.hasSuffix("/") || destination.hasSuffix(":") else {
+            throw UsageError(
+                "a folder's files go into a folder: end --to with / (as in --to \(destination)/) to keep them under it"
+            )
+        }
+        return destination + folder.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
+            + "/"
+    }
+
+    /// A folder name as one URL path segment: what is not unreserved is percent-encoded, so a
+    /// `#`, `?` or `%` in it stays part of the name on every kind of destination.
+    static func percentEncoded(_ name: String) -> String {
+        var encoded = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
     }
 
     /// This process's umask, which `file://` copies follow as `cp` would (reading it means setting it).
@@ -149,26 +209,33 @@ struct AddCommand: ControlCommand {
         var command = self
         try command.readSecrets(context)
         let connection = try context.connect()
-        let requests = command.requests(workingDirectory: context.workingDirectory)
-        let calls = try requests.map { params in
-            (method: ControlMethod.add, params: try JSONValue(encoding: params))
-        }
-        let outcomes = try connection.callBatch(calls)
-        var added: [JobInfo] = []
-        var failures: [JobFailure] = []
-        for ((path, params), outcome) in zip(zip(paths, requests), outcomes) {
-            switch outcome {
-            case .success(let result):
-                guard let job = try? result.decode(JobInfo.self) else {
-                    throw ControlClientError.unexpectedAnswer("job.add returned no job for \(path)")
-                }
-                added.append(job)
-            case .failure(let error):
-                failures.append(JobFailure(source: params.source, error: error))
-                context.printError("\(path): \(error.message)")
+        var queuer = JobQueuer(connection: connection, context: context, template: command.template)
+        var unreadable: [JobFailure] = []
+        let queue = { (path: String) throws in
+            let absolute = Self.absolutePath(path, workingDirectory: context.workingDirectory)
+            try command.walker.walk(absolute) { found in
+                try queuer.add(source: found.path, destination: try command.destination(forFolder: found.folder))
+            } problem: { problem in
+                unreadable.append(
+                    JobFailure(
+                        source: problem.path, error: RPCError(code: RPCError.sourceErrorCode, message: problem.message))
+                )
+                context.printError("\(problem.path): \(problem.message)")
             }
         }
-        if !context.json { context.print(lines: added.map(\.id.description)) }
+        for path in paths { try queue(path) }
+        if readsStandardInput { try StandardInputPaths.forEach(nulSeparated: nulSeparated) { try queue($0) } }
+        try queuer.flush()
+        queuer.finish()
+        let added = queuer.added
+        let failures = queuer.failures + unreadable
+        if added.isEmpty && failures.isEmpty {
+            context.printError("nothing to add: the folders named hold no files (hidden ones need --hidden)")
+            return .failure
+        }
+        if let batch = queuer.batch, !context.json, added.count > 1 {
+            context.printError("batch \(batch): \(added.count) jobs queued (uploadctl wait --batch \(batch))")
+        }
         // A destination or option the daemon refuses is a usage error, as uploadctl's own checks are.
         let refused: ExitCode = failures.contains { $0.code == RPCError.invalidParamsCode } ? .usage : .failure
         guard wait, !added.isEmpty else {

@@ -54,7 +54,9 @@ enum ArgumentParser {
                 break
             }
             // `-5` is a number (a priority), not an option: no option is a digit.
-            let isNegativeNumber = argument.count > 1 && argument.dropFirst().allSatisfy(\.isNumber)
+            let isNegativeNumber =
+                argument.count > 1 && argument.dropFirst().allSatisfy(\.isNumber)
+                && !options.contains { $0.name == argument }
             guard argument.hasPrefix("-"), argument != "-", !isNegativeNumber else {
                 parsed.positionals.append(argument)
                 continue

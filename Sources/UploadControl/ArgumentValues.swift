@@ -14,6 +14,15 @@ enum ArgumentValues {
     }
 
     /// Several job IDs, without duplicates, in the order given.
+    /// `--batch N`: a batch is named by its first job's ID.
+    static func batch(_ parsed: ParsedArguments) throws(UsageError) -> JobID? {
+        try parsed.value("--batch").map { (text) throws(UsageError) in
+            do { return try jobID(text) } catch {
+                throw UsageError("--batch needs a batch ID (the first job's ID, as add prints it), not '\(text)'")
+            }
+        }
+    }
+
     static func jobIDs(_ texts: [String]) throws(UsageError) -> [JobID] {
         var seen = Set<JobID>()
         var ids: [JobID] = []

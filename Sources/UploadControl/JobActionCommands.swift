@@ -24,16 +24,19 @@ extension JobActionCommand {
     /// `--state` narrows `--all`; retry's `--failed` is narrow already.
     static var filtersByState: Bool { acceptsAll && allFlag == "--all" }
     static var synopsis: String {
-        acceptsAll ? "ID...|\(allFlag)\(filtersByState ? " [--state STATE]..." : "")" : "ID..."
+        acceptsAll ? "ID...|\(allFlag)|--batch N\(filtersByState ? " [--state STATE]..." : "")" : "ID...|--batch N"
     }
     static var options: [OptionSpec] {
         (acceptsAll ? [.flag(allFlag)] : []) + (filtersByState ? [.value("--state", "STATE")] : [])
+            + [.value("--batch", "N")]
     }
     static var allHelp: String { "every job it applies to instead of the IDs named" }
     static var details: String {
         (acceptsAll ? "Options:\n  \(allFlag.padding(toLength: 15, withPad: " ", startingAt: 0))\(allHelp)\n" : "")
-            + (filtersByState ? "  --state STATE  with \(allFlag): only jobs in this state; repeatable\n" : "")
-            + (acceptsAll ? "\n" : "")
+            + (filtersByState
+                ? "  --state STATE  with \(allFlag) or --batch: only jobs in this state; repeatable\n" : "")
+            + (acceptsAll ? "" : "Options:\n")
+            + "  --batch N      every job of batch N (one add's jobs) it applies to\n\n"
             + "Prints '\(verb)' after each job's ID; with --json, {\"jobs\": [...]} as the daemon answered."
     }
 
@@ -41,6 +44,15 @@ extension JobActionCommand {
         let ids = try ArgumentValues.jobIDs(parsed.positionals)
         let states = try parsed.values("--state").map { (text) throws(UsageError) in
             try ArgumentValues.choice(text, option: "--state", as: JobState.self)
+        }
+        if let batch = try ArgumentValues.batch(parsed) {
+            guard ids.isEmpty, !parsed.contains(Self.allFlag) else {
+                throw UsageError("give job IDs, \(Self.acceptsAll ? "\(Self.allFlag) " : "")or --batch N, not several")
+            }
+            let narrowed = Self.filtersByState && !states.isEmpty ? states : nil
+            if !Self.filtersByState && !states.isEmpty { throw UsageError("--state goes with --all") }
+            self.init(selection: JobSelection(states: narrowed, batch: batch))
+            return
         }
         if Self.acceptsAll, parsed.contains(Self.allFlag) {
             guard ids.isEmpty else { throw UsageError("give job IDs or \(Self.allFlag), not both") }

@@ -4,27 +4,30 @@ import UploadWire
 struct ListCommand: ControlCommand {
     static let name = "list"
     static let abstract = "List jobs with their state and progress"
-    static let synopsis = "[--state STATE]..."
+    static let synopsis = "[--state STATE]... [--batch N]"
     static let details = """
         Options:
           --state STATE   only jobs in this state (queued, running, paused, completed, failed,
                           canceled); repeatable
+          --batch N       only the jobs of batch N (one add's jobs)
 
         With --json, prints the daemon's answer: {"jobs": [...]}.
         """
-    static let options: [OptionSpec] = [.value("--state", "STATE")]
+    static let options: [OptionSpec] = [.value("--state", "STATE"), .value("--batch", "N")]
 
     var states: [JobState]
+    var batch: JobID?
 
     init(parsed: ParsedArguments) throws(UsageError) {
         try requireNoPositionals(parsed)
         states = try parsed.values("--state").map { (text) throws(UsageError) in
             try ArgumentValues.choice(text, option: "--state", as: JobState.self)
         }
+        batch = try ArgumentValues.batch(parsed)
     }
 
     /// The `job.list` params.
-    var params: ListParams { ListParams(states: states.isEmpty ? nil : states) }
+    var params: ListParams { ListParams(states: states.isEmpty ? nil : states, batch: batch) }
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let result = try context.connect().call(.list, JSONValue(encoding: params))

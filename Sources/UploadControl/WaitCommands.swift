@@ -4,22 +4,28 @@ import UploadWire
 struct WaitCommand: ControlCommand {
     static let name = "wait"
     static let abstract = "Wait until jobs have ended; exit 0 when all completed, 1 otherwise"
-    static let synopsis = "ID... [--timeout SECONDS]"
+    static let synopsis = "ID...|--batch N [--timeout SECONDS]"
     static let details = """
         Options:
+          --batch N           every job of batch N (one add's jobs) instead of IDs
           --timeout SECONDS   give up after this long (exit 1); fractions allowed
 
         Prints nothing when every job completed; each failed or canceled job is named on stderr.
         With --json, prints {"jobs": [...]} with each job's last state.
         """
-    static let options: [OptionSpec] = [.value("--timeout", "SECONDS")]
+    static let options: [OptionSpec] = [.value("--timeout", "SECONDS"), .value("--batch", "N")]
 
     var ids: [JobID]
+    var batch: JobID?
     var timeout: Double?
 
     init(parsed: ParsedArguments) throws(UsageError) {
         ids = try ArgumentValues.jobIDs(parsed.positionals)
-        guard !ids.isEmpty else { throw UsageError("missing ID: name the jobs to wait for") }
+        batch = try ArgumentValues.batch(parsed)
+        guard ids.isEmpty || batch == nil else { throw UsageError("give job IDs or --batch N, not both") }
+        guard !ids.isEmpty || batch != nil else {
+            throw UsageError("missing ID: name the jobs to wait for, or --batch N")
+        }
         timeout = try parsed.value("--timeout").map { (text) throws(UsageError) in
             try ArgumentValues.seconds(text, option: "--timeout")
         }
@@ -27,7 +33,16 @@ struct WaitCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let deadline = JobWaiter.deadline(after: timeout)
-        let tracker = try JobWaiter.follow(ids, on: context.connect(), until: deadline)
+        let connection = try context.connect()
+        var ids = ids
+        if let batch {
+            let list = try connection.call(.list, params: ListParams(batch: batch), as: JobList.self)
+            ids = list.jobs.map(\.id)
+            guard !ids.isEmpty else {
+                throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
+            }
+        }
+        let tracker = try JobWaiter.follow(ids, on: connection, until: deadline)
         return try JobWaiter.report(tracker, timeout: timeout, context: context)
     }
 }

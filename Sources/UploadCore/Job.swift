@@ -24,6 +24,8 @@ public struct JobSpec: Codable, Sendable, Equatable {
     /// The umask of the client that added the job, for what a `file://` copy creates (as `cp`
     /// would); nil: the daemon's own.
     public var umask: UInt32?
+    /// The batch the job was added in: the ID of the batch's first job.
+    public var batch: JobID?
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],
@@ -137,6 +139,10 @@ public struct Job: Decodable, Sendable, Equatable {
     public var prepared: PreparedFile?
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
     public var rank: Int64?
+    /// The job ended and its `on_complete`/`on_failure` hook has not run yet. Set in the record
+    /// that ends the job and cleared once the hook ran, so a hook cut off by a crash runs after
+    /// the restart. Absent in older records: nothing pending.
+    public var hookPending = false
 
     /// The fields of uploadd 0.1's JSON journal (format 1, read only).
     enum CodingKeys: String, CodingKey {

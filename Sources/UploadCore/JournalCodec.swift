@@ -94,6 +94,7 @@ extension Job {
         // Format 4.
         writer.write(prepared) { $1.write(to: &$0) }
         writer.write(rank) { $0.write($1) }
+        writer.write(hookPending)
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -146,6 +147,7 @@ extension Job {
         rank = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
         }
+        hookPending = try reader.readIfPresent(false) { (reader) throws(BinaryDecodingError) in try reader.readBool() }
     }
 }
 
@@ -174,6 +176,7 @@ extension JobSpec {
                 writer.write(request.options)
             }
         }
+        writer.write(batch.map(\.rawValue)) { $0.write($1) }
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -202,6 +205,9 @@ extension JobSpec {
                     PreparationRequest(step: try reader.readString(), options: try reader.readString())
                 }
             }
+        }
+        batch = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+            try reader.readOptional { (reader) throws(BinaryDecodingError) in JobID(try reader.readUInt64()) }
         }
         // No released daemon accepted an image SPEC; were one ever set, it is the image step.
         if let image, preparation.isEmpty { preparation = [PreparationRequest(step: "image", options: image)] }

@@ -8,6 +8,9 @@ public struct JournalState: Sendable {
     /// How many jobs are in each state, kept as records are applied: a status line costs nothing
     /// with 100,000 jobs.
     public private(set) var stateCounts: [JobState: Int] = [:]
+    /// How many jobs of each batch have not ended, kept the same way: a batch's end is noticed
+    /// without looking at its other jobs.
+    public private(set) var unfinishedInBatch: [JobID: Int] = [:]
     /// Jobs a newer uploadd wrote in a way this one does not understand: their records, kept as
     /// they are (the last job record, then the progress after it) and written back by compaction.
     public private(set) var foreignJobs: [JobID: [ForeignRecord]] = [:]
@@ -19,8 +22,8 @@ public struct JournalState: Sendable {
     public mutating func apply(_ record: JournalRecord) {
         switch record {
         case .job(let job):
-            if let old = jobs.updateValue(job, forKey: job.id) { stateCounts[old.state, default: 0] -= 1 }
-            stateCounts[job.state, default: 0] += 1
+            if let old = jobs.updateValue(job, forKey: job.id) { count(old, -1) }
+            count(job, +1)
             nextID = max(nextID, job.id.rawValue + 1)
             foreignJobs[job.id] = nil
         case .progress(let progress):
@@ -32,7 +35,7 @@ public struct JournalState: Sendable {
             jobs[progress.id]!.bytesAcked = progress.bytesAcked
             jobs[progress.id]!.checkpoint = progress.checkpoint
         case .removed(let id):
-            if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
+            if let old = jobs.removeValue(forKey: id) { count(old, -1) }
             foreignJobs[id] = nil
             nextID = max(nextID, id.rawValue + 1)
             jobs.shrinkIfSparse()
@@ -48,12 +51,19 @@ public struct JournalState: Sendable {
             if foreign.type == JournalRecord.jobType {
                 // The newest state of that job is one we cannot read: the older, readable one
                 // must not run in its place.
-                if let old = jobs.removeValue(forKey: id) { stateCounts[old.state, default: 0] -= 1 }
+                if let old = jobs.removeValue(forKey: id) { count(old, -1) }
                 foreignJobs[id] = [foreign]
             } else if jobs[id] == nil {
                 foreignJobs[id, default: []].append(foreign)
             }
         }
+    }
+
+    private mutating func count(_ job: Job, _ change: Int) {
+        stateCounts[job.state, default: 0] += change
+        guard let batch = job.spec.batch, !job.state.isTerminal else { return }
+        let left = unfinishedInBatch[batch, default: 0] + change
+        unfinishedInBatch[batch] = left > 0 ? left : nil
     }
 
     /// The records that rebuild this state from nothing: what compaction writes.

@@ -193,6 +193,10 @@ public struct AddParams: Codable, Sendable, StrictParams {
     /// The adding client's umask (0 to 511, e.g. 18 for 022): what a `file://` copy creates gets
     /// the modes `cp` would give it.
     public var umask: Int?
+    /// Joins the batch of that ID (a job ID: the batch's first job's).
+    public var batch: JobID?
+    /// Starts a batch whose ID is this job's own; the other jobs of the add name it in `batch`.
+    public var newBatch: Bool?
 
     public init(source: String, destination: String) {
         self.source = source
@@ -200,14 +204,15 @@ public struct AddParams: Codable, Sendable, StrictParams {
     }
 
     enum CodingKeys: String, CodingKey {
-        case source, destination, `protocol`, headers, fields, user, priority, snapshot, image, metadata, umask
+        case source, destination, `protocol`, headers, fields, user, priority, snapshot, image, metadata, umask, batch
         case chunkSize = "chunk_size"
         case clientToken = "client_token"
+        case newBatch = "new_batch"
     }
 
     public static let knownKeys: Set<String> = [
         "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
-        "image", "client_token", "metadata", "umask",
+        "image", "client_token", "metadata", "umask", "batch", "new_batch",
     ]
 
     public init(from decoder: Decoder) throws {
@@ -233,6 +238,8 @@ public struct AddParams: Codable, Sendable, StrictParams {
         clientToken = try container.decodeIfPresent(String.self, forKey: .clientToken)
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
         umask = try container.decodeIfPresent(Int.self, forKey: .umask)
+        batch = try container.decodeIfPresent(JobID.self, forKey: .batch)
+        newBatch = try container.decodeIfPresent(Bool.self, forKey: .newBatch)
     }
 }
 
@@ -243,18 +250,23 @@ public struct JobSelection: Codable, Sendable, Equatable, StrictParams {
     public var all: Bool?
     /// With `all`: only jobs in these states (of those the command acts on).
     public var states: [JobState]?
+    /// With `all`: only the jobs of this batch.
+    public var batch: JobID?
 
     /// `{id}` alone: answered with the job itself, or the error.
     public var isSingle: Bool { id != nil && ids == nil && all != true }
 
-    public init(id: JobID? = nil, ids: [JobID]? = nil, all: Bool? = nil, states: [JobState]? = nil) {
+    public init(
+        id: JobID? = nil, ids: [JobID]? = nil, all: Bool? = nil, states: [JobState]? = nil, batch: JobID? = nil
+    ) {
         self.id = id
         self.ids = ids
         self.all = all
         self.states = states
+        self.batch = batch
     }
 
-    public static let knownKeys: Set<String> = ["id", "ids", "all", "states"]
+    public static let knownKeys: Set<String> = ["id", "ids", "all", "states", "batch"]
 
     /// The IDs named, in order, without duplicates.
     public var namedIDs: [JobID] {
@@ -299,13 +311,16 @@ public struct MoveParams: Codable, Sendable, Equatable, StrictParams {
 public struct ListParams: Codable, Sendable, StrictParams {
     public var states: [JobState]?
     public var ids: [JobID]?
+    /// Only the jobs of this batch.
+    public var batch: JobID?
 
-    public init(states: [JobState]? = nil, ids: [JobID]? = nil) {
+    public init(states: [JobState]? = nil, ids: [JobID]? = nil, batch: JobID? = nil) {
         self.states = states
         self.ids = ids
+        self.batch = batch
     }
 
-    public static let knownKeys: Set<String> = ["states", "ids"]
+    public static let knownKeys: Set<String> = ["states", "ids", "batch"]
 }
 
 /// `events.subscribe` params: no ids means every job.

@@ -33,10 +33,12 @@ public struct JobInfo: Codable, Sendable, Equatable {
     public var image: String?
     /// What preparation made, once it ran.
     public var prepared: PreparedInfo?
+    /// The batch the job was added in (every job of one `uploadctl add` shares one), if any.
+    public var batch: JobID?
 
     enum CodingKeys: String, CodingKey {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
-            history, waiting, image, prepared
+            history, waiting, image, prepared, batch
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
@@ -50,7 +52,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?, attempts: Int,
         priority: Int, error: JobError?, result: JobResult?, createdAt: Date, updatedAt: Date, nextAttemptAt: Date?,
         snapshot: String?, user: String?, history: [JobEvent]?, waiting: String?, image: String? = nil,
-        prepared: PreparedInfo? = nil
+        prepared: PreparedInfo? = nil, batch: JobID? = nil
     ) {
         self.id = id
         self.state = state
@@ -75,6 +77,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         self.waiting = waiting
         self.image = image
         self.prepared = prepared
+        self.batch = batch
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -102,6 +105,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encode(waiting, forKey: .waiting)
         try container.encodeIfPresent(image, forKey: .image)
         try container.encodeIfPresent(prepared, forKey: .prepared)
+        try container.encodeIfPresent(batch, forKey: .batch)
     }
 }
 

@@ -45,6 +45,9 @@ struct RemoteConfig: Sendable, Equatable {
     var waitOnBattery: Bool?
     /// `image = SPEC`: image preparation for files added to this remote without `--image`.
     var image: String?
+    /// Hooks for this remote's jobs, in place of `[daemon]`'s.
+    var onComplete: HookCommand?
+    var onFailure: HookCommand?
 }
 
 /// The daemon's settings: `[daemon]` and the `[remote NAME]` sections of uploadd.conf.
@@ -69,6 +72,10 @@ struct DaemonConfig: Sendable, Equatable {
     /// Bytes per second each HTTP transfer may send at most; nil is unlimited.
     var rateLimit: Int64?
     var remotes: [String: RemoteConfig] = [:]
+    /// Commands run when a job ends (`on_complete`, `on_failure`), and how long they may take.
+    var hooks = HookSettings()
+    /// Which endings show a desktop notification, one per batch.
+    var notify = NotifyPolicy.failures
     /// Problems that did not stop the config from loading (unknown keys), for status and the log.
     var warnings: [String] = []
 
@@ -219,7 +226,23 @@ struct DaemonConfig: Sendable, Equatable {
                     } catch {
                         throw LoadError(path: "", message: "line \(entry.line): rate_limit: \(error.description)")
                     }
-                default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [daemon] ignored")
+                case "on_complete", "on_failure":
+                    guard let command = HookCommand(parsing: entry.value) else {
+                        throw LoadError(
+                            path: "",
+                            message:
+                                "line \(entry.line): \(entry.key) must be a command with its arguments, quoted as in a shell (an unclosed quote?)"
+                        )
+                    }
+                    if entry.key == "on_complete" { hooks.onComplete = command } else { hooks.onFailure = command }
+                case "hook_timeout": hooks.timeout = .seconds(try number(1...86400))
+                case "notify":
+                    guard let value = NotifyPolicy(rawValue: entry.value.lowercased()) else {
+                        throw LoadError(
+                            path: "", message: "line \(entry.line): notify must be failures, all or none")
+                    }
+                    notify = value
+                default: warnings.append(Self.unknownKey(entry, in: "[daemon]", known: Self.daemonKeys))
                 }
             } catch {
                 errors.append((error as? LoadError)?.message ?? "\(error)")
@@ -295,7 +318,12 @@ struct DaemonConfig: Sendable, Equatable {
                     do { remote.multipartThreshold = try ByteSize.parse(entry.value) } catch {
                         throw fail(error.description)
                     }
-                default: warnings.append("line \(entry.line): unknown key '\(entry.key)' in [remote \(name)] ignored")
+                case "on_complete", "on_failure":
+                    guard let command = HookCommand(parsing: entry.value) else {
+                        throw fail("\(entry.key) must be a command with its arguments, quoted as in a shell")
+                    }
+                    if entry.key == "on_complete" { remote.onComplete = command } else { remote.onFailure = command }
+                default: warnings.append(Self.unknownKey(entry, in: "[remote \(name)]", known: Self.remoteKeys))
                 }
             } catch {
                 errors.append((error as? LoadError)?.message ?? "\(error)")
@@ -308,6 +336,30 @@ struct DaemonConfig: Sendable, Equatable {
 }
 
 extension DaemonConfig {
+    /// Every key `[daemon]` reads (aliases included), for typo hints and the man page's check.
+    static let daemonKeys = [
+        "transfers", "max_transfers", "preparations", "max_preparations", "retry_attempts", "retry_for",
+        "retry_max_delay", "retry_base_delay", "stall_timeout", "connect_timeout", "response_timeout",
+        "compact_after", "wait_on_metered", "wait_on_battery", "rate_limit", "on_complete", "on_failure",
+        "hook_timeout", "notify",
+    ]
+    /// Every key `[remote NAME]` reads.
+    static let remoteKeys = [
+        "protocol", "url", "user", "password_file", "password_credential", "header", "field", "file_field",
+        "image", "ca_file", "chunk_size", "result_url_pointer", "endpoint", "region", "access_key_id",
+        "secret_access_key_file", "secret_access_key_credential", "path_style", "sign_payload",
+        "allow_cross_origin", "wait_on_metered", "wait_on_battery", "multipart_threshold", "on_complete",
+        "on_failure",
+    ]
+
+    /// The warning for a key nobody reads, with the known key it is likely a typo of.
+    static func unknownKey(_ entry: (key: String, value: String, line: Int), in section: String, known: [String])
+        -> String
+    {
+        let guess = closest(entry.key, among: known).map { " (did you mean \($0)?)" } ?? ""
+        return "line \(entry.line): unknown key '\(entry.key)' in \(section) ignored\(guess)"
+    }
+
     /// `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`, as systemd reads booleans.
     static func parseBool(_ text: String) -> Bool? {
         switch text.lowercased() {

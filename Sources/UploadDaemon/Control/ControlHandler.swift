@@ -183,7 +183,8 @@ struct ControlHandler: Sendable {
             return try encodeResult(JobList(jobs: jobs))
         case .list:
             let list = try ListParams.decode(from: params)
-            return try encodeResult(JobList(jobs: await scheduler.list(states: list.states, ids: list.ids)))
+            return try encodeResult(
+                JobList(jobs: await scheduler.list(states: list.states, ids: list.ids, batch: list.batch)))
         case .pause, .resume, .cancel, .remove, .retry:
             let command = JobCommand(rawValue: String(name.dropFirst("job.".count)))!
             let selection = try JobSelection.decode(from: params)
@@ -204,7 +205,13 @@ struct ControlHandler: Sendable {
         case .delete:
             let selection = try JobSelection.decode(from: params)
             if selection.isSingle { return try encodeResult(try await scheduler.delete(selection.namedIDs)[0]) }
-            let outcome = try await scheduler.deleteEach(selection.namedIDs)
+            let ids =
+                if let batch = selection.batch {
+                    await scheduler.list(states: nil, ids: nil, batch: batch).map(\.id)
+                } else {
+                    selection.namedIDs
+                }
+            let outcome = try await scheduler.deleteEach(ids)
             return try encodeResult(JobList(jobs: outcome.jobs, errors: outcome.errors))
         case .subscribe:
             let subscribe = try SubscribeParams.decode(from: params)

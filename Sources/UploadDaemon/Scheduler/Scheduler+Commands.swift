@@ -21,6 +21,7 @@ extension Scheduler {
         for (index, params) in batch.enumerated() {
             do throws(RPCError) {
                 var spec = try JobSpecBuilder.build(params)
+                spec.batch = try checkedBatch(params)
                 applyRemoteDefaults(&spec)
                 try checkAgainstConfig(spec)
                 if let token = spec.clientToken {
@@ -54,7 +55,9 @@ extension Scheduler {
         for (item, outcome) in zip(pending, checked) {
             switch outcome {
             case .success(let original):
-                accepted.append((item.index, item.spec, original, JobID(reservedNextID)))
+                var spec = item.spec
+                if batch[item.index].newBatch == true { spec.batch = JobID(reservedNextID) }
+                accepted.append((item.index, spec, original, JobID(reservedNextID)))
                 reservedNextID += 1
             case .failure(let error):
                 results[item.index] = .failure(
@@ -203,12 +206,25 @@ extension Scheduler {
         return (ids.count == 1 ? "job " : "jobs ") + shown + (ids.count > 5 ? " and \(ids.count - 5) more" : "")
     }
 
+    /// The batch a job joins: one named must be an ID already given out (its first job's).
+    private func checkedBatch(_ params: AddParams) throws(RPCError) -> JobID? {
+        guard let batch = params.batch else { return nil }
+        guard params.newBatch != true else {
+            throw RPCError.invalidParams("give either batch (to join one) or new_batch (to start one), not both")
+        }
+        guard batch.rawValue > 0, batch.rawValue < reservedNextID else {
+            throw RPCError.invalidParams(
+                "there is no batch \(batch): start one with new_batch, then give its first job's ID as batch")
+        }
+        return batch
+    }
+
     func get(_ id: JobID) throws(RPCError) -> JobInfo {
         guard let job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
         return info(for: job, includeHistory: true)
     }
 
-    func list(states: [JobState]?, ids: [JobID]?) -> [JobInfo] {
+    func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil) -> [JobInfo] {
         let wanted = states.map(Set.init)
         let chosen: [Job]
         if let ids {
@@ -216,7 +232,9 @@ extension Scheduler {
         } else {
             chosen = store.jobs.values.sorted { $0.id < $1.id }
         }
-        return chosen.filter { wanted?.contains($0.state) ?? true }.map { info(for: $0) }
+        return chosen.filter { job in
+            (wanted?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
+        }.map { info(for: $0) }
     }
 
     /// pause, resume, cancel or remove one job: its error when it cannot.
@@ -232,15 +250,17 @@ extension Scheduler {
         -> (jobs: [JobInfo], errors: [JobFailure])
     {
         let ids: [JobID]
-        if selection.all == true {
+        if selection.all == true || selection.batch != nil {
             guard selection.namedIDs.isEmpty else {
-                throw RPCError.invalidParams("give job IDs or 'all', not both")
+                throw RPCError.invalidParams("give job IDs, or 'all' or 'batch', not both")
             }
             // The states where the command does something (resume --all: paused jobs, and failed
             // ones with a fresh budget, as the help says), narrowed to `states` when given.
             var from = command.statesForAll
             if let states = selection.states { from.formIntersection(states) }
-            ids = store.jobs.values.filter { from.contains($0.state) }.map(\.id).sorted()
+            ids = store.jobs.values.filter { job in
+                from.contains(job.state) && (selection.batch == nil || job.spec.batch == selection.batch)
+            }.map(\.id).sorted()
         } else {
             guard selection.states == nil else {
                 throw RPCError.invalidParams("'states' narrows 'all'; with IDs, name just the jobs")

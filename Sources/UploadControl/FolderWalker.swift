@@ -1,0 +1,131 @@
+import Glibc
+
+/// Finds the files `add` queues: the paths named, and the files inside named folders, with their
+/// folders relative to the one named (`trip/day1` for `~/Pictures/trip/day1/a.jpg`).
+///
+/// Walked with `openat`/`fdopendir` from the folder's descriptor, names sorted in each folder.
+/// Hand-written because glibc's fts(3) is not visible to Swift. Symlinks inside a folder are
+/// skipped unless `followSymlinks`; followed ones are guarded against loops by device and inode.
+struct FolderWalker {
+    /// A file to add: its path, and the folder path to put it under at the destination (empty
+    /// for a file named on its own).
+    struct Found: Equatable {
+        var path: String
+        var folder: String
+    }
+
+    /// Something that could not be read: it is reported and the walk goes on.
+    struct Problem: Error, Equatable {
+        var path: String
+        var message: String
+    }
+
+    var excludes: [String] = []
+    var includeHidden = false
+    var followSymlinks = false
+
+    /// Whether `--exclude` drops `name`, found at `relativePath` inside the folder named.
+    func isExcluded(name: String, relativePath: String) -> Bool {
+        excludes.contains { glob in
+            fnmatch(glob, name, 0) == 0 || fnmatch(glob, relativePath, FNM_PATHNAME) == 0
+        }
+    }
+
+    /// Visits what `path` stands for: the file itself, or every file under the folder.
+    func walk(_ path: String, visit: (Found) throws -> Void, problem: (Problem) -> Void) rethrows {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            // Not there (or unreadable): the daemon says why, as for any file named.
+            try visit(Found(path: path, folder: ""))
+            return
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            let name = Self.lastComponent(of: path)
+            if !isExcluded(name: name, relativePath: name) { try visit(Found(path: path, folder: "")) }
+            return
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            problem(Problem(path: path, message: "cannot open the folder: \(String(cString: strerror(errno)))"))
+            return
+        }
+        let top = Self.lastComponent(of: path)
+        var visited: Set<[UInt64]> = [[UInt64(info.st_dev), UInt64(info.st_ino)]]
+        try walkFolder(
+            fd, path: path, folder: top == "/" ? "" : top, relative: "", visited: &visited, visit: visit,
+            problem: problem)
+    }
+
+    /// Walks the open folder `fd` (closing it): files first in name order, then each sub-folder.
+    private func walkFolder(
+        _ fd: Int32, path: String, folder: String, relative: String, visited: inout Set<[UInt64]>,
+        visit: (Found) throws -> Void, problem: (Problem) -> Void
+    ) rethrows {
+        guard let stream = fdopendir(fd) else {
+            close(fd)
+            problem(Problem(path: path, message: "cannot read the folder: \(String(cString: strerror(errno)))"))
+            return
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name == "." || name == ".." { continue }
+            names.append(name)
+        }
+        names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var subfolders: [String] = []
+        for name in names {
+            if name.hasPrefix(".") && !includeHidden { continue }
+            let relativePath = relative.isEmpty ? name : relative + "/" + name
+            if isExcluded(name: name, relativePath: relativePath) { continue }
+            let fullPath = path.hasSuffix("/") ? path + name : path + "/" + name
+            var info = stat()
+            guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                problem(Problem(path: fullPath, message: String(cString: strerror(errno))))
+                continue
+            }
+            if info.st_mode & S_IFMT == S_IFLNK {
+                guard followSymlinks else { continue }
+                guard fstatat(dirfd(stream), name, &info, 0) == 0 else {
+                    problem(Problem(path: fullPath, message: "a broken symlink"))
+                    continue
+                }
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG:
+                try visit(Found(path: fullPath, folder: folder))
+            case S_IFDIR:
+                guard visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
+                    problem(Problem(path: fullPath, message: "a symlink loop; skipped"))
+                    continue
+                }
+                subfolders.append(name)
+            default:
+                continue  // sockets, FIFOs, devices: nothing to upload
+            }
+        }
+        // Opened one at a time, after the files: a folder of many folders holds one descriptor.
+        for name in subfolders {
+            let relativePath = relative.isEmpty ? name : relative + "/" + name
+            let fullPath = path.hasSuffix("/") ? path + name : path + "/" + name
+            let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
+            let child = openat(dirfd(stream), name, flags)
+            guard child >= 0 else {
+                problem(Problem(path: fullPath, message: "cannot open the folder: \(String(cString: strerror(errno)))"))
+                continue
+            }
+            try walkFolder(
+                child, path: fullPath,
+                folder: folder.isEmpty ? name : folder + "/" + name, relative: relativePath, visited: &visited,
+                visit: visit, problem: problem)
+        }
+    }
+
+    static func lastComponent(of path: String) -> String {
+        let trimmed = path.split(separator: "/", omittingEmptySubsequences: true)
+        return trimmed.last.map(String.init) ?? "/"
+    }
+}

@@ -1,0 +1,110 @@
+import Glibc
+import UploadWire
+
+/// Sends `add`'s files to the daemon as they are found, in requests of `batchSize`, so that a
+/// folder of 50,000 files starts uploading long before the last one is queued. Every job joins
+/// one batch: the first added job starts it (`new_batch`) and gives it its ID.
+struct JobQueuer {
+    static let batchSize = 500
+
+    let connection: DaemonConnection
+    let context: CommandContext
+    /// The params every job shares; `source` and `destination` are filled in per file.
+    let template: AddParams
+    /// Whether to show "queued N files" on stderr while adding (a terminal, not --json).
+    let showsProgress: Bool
+
+    private(set) var batch: JobID?
+    private(set) var added: [JobInfo] = []
+    private(set) var failures: [JobFailure] = []
+    private var pending: [AddParams] = []
+
+    init(connection: DaemonConnection, context: CommandContext, template: AddParams) {
+        self.connection = connection
+        self.context = context
+        self.template = template
+        showsProgress = !context.json && isatty(STDERR_FILENO) == 1
+    }
+
+    /// Queues one file for `destination`; sends a request once `batchSize` are waiting.
+    mutating func add(source: String, destination: String) throws {
+        var params = template
+        params.source = source
+        params.destination = destination
+        pending.append(params)
+        if pending.count >= Self.batchSize { try flush() }
+    }
+
+    /// Sends what is waiting. Until a batch exists, the first file goes alone to start it.
+    mutating func flush() throws {
+        while !pending.isEmpty {
+            if batch == nil {
+                var first = pending.removeFirst()
+                first.newBatch = true
+                try send([first])
+            } else {
+                let requests = pending.map { params in
+                    var params = params
+                    params.batch = batch
+                    return params
+                }
+                pending = []
+                try send(requests)
+            }
+        }
+        if showsProgress { context.output.standardError("\rqueued \(added.count) files") }
+    }
+
+    /// Ends the progress line.
+    func finish() {
+        if showsProgress && !added.isEmpty { context.output.standardError("\n") }
+    }
+
+    private mutating func send(_ requests: [AddParams]) throws {
+        let calls = try requests.map { params in (method: ControlMethod.add, params: try JSONValue(encoding: params)) }
+        let outcomes = try connection.callBatch(calls)
+        var ids: [String] = []
+        for (params, outcome) in zip(requests, outcomes) {
+            switch outcome {
+            case .success(let result):
+                guard let job = try? result.decode(JobInfo.self) else {
+                    throw ControlClientError.unexpectedAnswer("job.add returned no job for \(params.source)")
+                }
+                if batch == nil { batch = job.batch }
+                added.append(job)
+                ids.append(job.id.description)
+            case .failure(let error):
+                failures.append(JobFailure(source: params.source, error: error))
+                if showsProgress { context.output.standardError("\r") }
+                context.printError("\(params.source): \(error.message)")
+            }
+        }
+        // IDs as they come, so a script reading them can start on the first ones.
+        if !context.json { context.print(lines: ids) }
+    }
+}
+
+/// Reads `add -`'s paths from stdin, one per line or NUL-separated (`-0`), with getdelim(3).
+enum StandardInputPaths {
+    static func forEach(nulSeparated: Bool, _ body: (String) throws -> Void) rethrows {
+        // A stream of its own on a copy of fd 0 (glibc's `stdin` is shared mutable state to Swift).
+        guard let input = fdopen(dup(STDIN_FILENO), "r") else { return }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer {
+            free(line)
+            fclose(input)
+        }
+        let delimiter: Int32 = nulSeparated ? 0 : 10
+        while true {
+            let length = getdelim(&line, &capacity, delimiter, input)
+            guard length >= 0, let line else { return }
+            var bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(line).assumingMemoryBound(to: UInt8.self), count: length)[...]
+            if bytes.last == UInt8(bitPattern: Int8(delimiter)) { bytes = bytes.dropLast() }
+            if !nulSeparated, bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+            guard !bytes.isEmpty else { continue }
+            try body(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}

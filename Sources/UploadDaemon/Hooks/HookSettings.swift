@@ -1,0 +1,62 @@
+/// A hook's command line: a program and its arguments, run without a shell.
+///
+/// Written as a shell would split it (`notify-send 'Upload done'`), but nothing is expanded:
+/// no variables, globs or pipes. A user who wants a shell asks for one: `sh -c '...'`.
+struct HookCommand: Sendable, Equatable, CustomStringConvertible {
+    var arguments: [String]
+
+    /// Splits `text` into words: blanks separate them, single quotes keep everything literal,
+    /// double quotes keep all but `\"` and `\\`, and a backslash outside quotes escapes the next
+    /// character. Nil for an empty command or an unclosed quote. Hand-written: glibc's wordexp
+    /// would also expand variables and globs, which a hook must not.
+    init?(parsing text: String) {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
+        for character in text {
+            if escaped {
+                word.append(character)
+                escaped = false
+                continue
+            }
+            switch (quote, character) {
+            case (nil, "\\"), ("\"", "\\"):
+                escaped = true
+                inWord = true
+            case (nil, "'"), (nil, "\""):
+                quote = character
+                inWord = true
+            case ("'", "'"), ("\"", "\""):
+                quote = nil
+            case (nil, " "), (nil, "\t"):
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            default:
+                word.append(character)
+                inWord = true
+            }
+        }
+        guard quote == nil, !escaped else { return nil }
+        if inWord { words.append(word) }
+        guard let program = words.first, !program.isEmpty else { return nil }
+        arguments = words
+    }
+
+    var description: String { arguments.joined(separator: " ") }
+}
+
+/// `on_complete`, `on_failure` and `hook_timeout` of `[daemon]`.
+struct HookSettings: Sendable, Equatable {
+    var onComplete: HookCommand?
+    var onFailure: HookCommand?
+    /// A hook still running after this long is killed (its process group, SIGTERM then SIGKILL).
+    var timeout: Duration = .seconds(30)
+}
+
+/// `notify =`: which job endings show a desktop notification.
+enum NotifyPolicy: String, Sendable, Equatable {
+    case failures, all, none
+}

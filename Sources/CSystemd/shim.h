@@ -23,4 +23,24 @@ static inline sd_bus_error CSystemd_bus_error_null(void) {
     return error;
 }
 
+// org.freedesktop.Notifications.Notify(app, 0, icon, summary, body, [], {"urgency": y}, -1) on
+// `bus`, waiting up to `timeout_usec` for the answer (sd_bus_message_append is variadic).
+static inline int CSystemd_notify_desktop(sd_bus *bus, const char *app, const char *icon, const char *summary,
+                                          const char *body, unsigned char urgency, uint64_t timeout_usec) {
+    sd_bus_message *call = NULL, *reply = NULL;
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    int r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.Notifications",
+                                           "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+                                           "Notify");
+    if (r >= 0) r = sd_bus_message_append(call, "susss", app, 0u, icon, summary, body);
+    if (r >= 0) r = sd_bus_message_append(call, "as", 0);
+    if (r >= 0) r = sd_bus_message_append(call, "a{sv}", 1, "urgency", "y", urgency);
+    if (r >= 0) r = sd_bus_message_append(call, "i", (int32_t)-1);
+    if (r >= 0) r = sd_bus_call(bus, call, timeout_usec, &error, &reply);
+    sd_bus_error_free(&error);
+    sd_bus_message_unref(reply);
+    sd_bus_message_unref(call);
+    return r;
+}
+
 #endif

@@ -33,12 +33,12 @@ extension ControlCommand {
         }
     }
 
-    /// The `--help` text.
+    /// The `--help` text, ending with the command's examples (`CommandExamples`).
     static var help: String {
         var text = "Usage: uploadctl [--socket PATH] [--json] \(name)\(synopsis.isEmpty ? "" : " \(synopsis)")\n\n"
         text += "\(abstract).\n"
         if !details.isEmpty { text += "\n\(details)\n" }
-        return text
+        return text + CommandExamples.section(forCommand: name)
     }
 }
 

@@ -11,7 +11,7 @@ enum CommandTable {
         all.first { $0.name == name }
     }
 
-    /// `uploadctl --help`.
+    /// `uploadctl --help`, ending with a few examples (`CommandExamples.overview`).
     static var help: String {
         let width = all.map { command in command.name.count }.max() ?? 0
         let commands = all.map { command in
@@ -27,14 +27,14 @@ enum CommandTable {
 
             Global options (before or after the command):
               --socket PATH   the daemon's socket; default $UPLOADD_SOCKET, else
-                              $XDG_RUNTIME_DIR/uploadd/control.sock
+                              $XDG_RUNTIME_DIR/uploadd/control.sock, else /tmp/uploadd-UID/control.sock
               --json          print JSON for programs instead of text for people
               -h, --help      show help; 'uploadctl help COMMAND' or 'uploadctl COMMAND --help'
                               show a command's options
 
             Exit status: 0 success, 1 failure, 64 usage error, 69 daemon unreachable.
 
-            """
+            """ + CommandExamples.section(CommandExamples.overview)
     }
 }
 

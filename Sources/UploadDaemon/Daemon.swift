@@ -135,7 +135,8 @@ final class Daemon: Sendable {
                     return (try? await Blocking.run { reachability.check(url: url) }) ?? .unknown
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
-                applyBandwidthLimit: { http.setBandwidthLimit($0) }), crashed: crashSignal != nil)
+                applyBandwidthLimit: { http.setBandwidthLimit($0) },
+                notifier: DesktopNotifier(environment: environment)), crashed: crashSignal != nil)
         let networkMonitor = NetworkMonitor {
             reachability.networkChanged()
             Task { await scheduler.networkChanged() }

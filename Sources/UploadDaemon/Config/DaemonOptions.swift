@@ -32,10 +32,20 @@ struct DaemonOptions: Equatable {
           --socket PATH      control socket; default $UPLOADD_SOCKET, else $XDG_RUNTIME_DIR/uploadd/control.sock,
                              else /tmp/uploadd-UID/control.sock
           --log-level LEVEL  error, warning, notice, info (default) or debug
+          --check-config     check the config file and exit, without starting: 0 when it is valid,
+                             else 1 with each error (file, line and key)
           --version          print the version and exit
           -h, --help         print this help and exit
 
         Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the config.
+
+        Examples:
+          # Check the config after editing it, then apply it to the running daemon
+          uploadd --check-config && uploadctl reload
+          # Run in the foreground with debug logging, on a socket of its own
+          uploadd --socket /tmp/ud.sock --log-level debug
+          # Try another config without touching the usual journal and cache
+          uploadd --config ./test.conf --state-dir /tmp/ud-state --cache-dir /tmp/ud-cache
         """
 
     /// Parses arguments and fills in the defaults from the environment (XDG and systemd's variables).

@@ -182,6 +182,7 @@ extension Scheduler {
         }
         // The next job starts while this one's final state is being synced (nothing can start
         // this one again: it is done).
+        markEnding(&job)
         store.apply(.job(job))
         fillSlots()
         do {
@@ -195,6 +196,7 @@ extension Scheduler {
         } catch {
             Log.error("job \(id): cannot journal its new state: \(error)")
         }
+        jobEnded(job)
     }
 
     /// The attempt could not even start (unknown remote, unsupported protocol): the same rules apply.
@@ -206,9 +208,11 @@ extension Scheduler {
                 transferFailure.error, retryable: transferFailure.retryable, retryAfter: transferFailure.retryAfter),
             madeProgress: false, policy: config.retry, at: dependencies.now())
         logOutcome(job)
+        markEnding(&job)
         commitWithoutWaiting(job)
         dependencies.events.publishState(info(for: job))
         enqueue(job)
+        jobEnded(job)
     }
 
     private func logOutcome(_ job: Job) {

@@ -84,9 +84,11 @@ extension Scheduler {
             Log.job(
                 job.state == .failed ? .warning : .notice, JobLogContext(job),
                 job.history.last?.message ?? "preparation failed")
+            markEnding(&job)
             commitWithoutWaiting(job)
             dependencies.events.publishState(info(for: job))
             enqueue(job)
+            jobEnded(job)
         }
     }
 }

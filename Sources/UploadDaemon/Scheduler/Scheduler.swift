@@ -31,6 +31,8 @@ actor Scheduler {
         var applyBandwidthLimit: @Sendable (Int64?) -> Void = { _ in }
         /// The preparation steps jobs can ask for, by name; tests add their own.
         var preparationSteps: [String: any PreparationStep] = PreparationRegistry.steps
+        /// Desktop notifications of ended batches; nil: none (tests without a session bus).
+        var notifier: DesktopNotifier?
     }
 
     struct RunningAttempt {
@@ -63,6 +65,13 @@ actor Scheduler {
     var bandwidthLimit: Int64?
     var reservedNextID: UInt64
     var stopping = false
+    /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
+    var hookBacklog: [JobID] = []
+    var hooksQueued: Set<JobID> = []
+    var hooksRunning = 0
+    /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
+    var batchAnnouncements: [JobID: Task<Void, Never>] = [:]
+    var notificationsShown = 0
     private var retryTimer: Task<Void, Never>?
     private var retryTimerDeadline: Date?
     private var ticker: Task<Void, Never>?
@@ -87,6 +96,10 @@ actor Scheduler {
             var recovered = job
             if crashed {
                 recovered.recoverAfterCrash(at: now)
+                if recovered.state == .failed {
+                    recovered.hookPending =
+                        Self.hookCommand(for: recovered, config: config) != nil
+                }
             } else {
                 recovered.requeueAfterRestart(at: now, "uploadd was interrupted (killed, or a power cut); resuming")
             }
@@ -141,6 +154,7 @@ actor Scheduler {
         }
         armRetryTimer()
         fillSlots()
+        runOwedHooks()
     }
 
     /// Applies a new config (SIGHUP or daemon.reload).

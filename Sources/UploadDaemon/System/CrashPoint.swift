@@ -9,6 +9,8 @@ enum CrashPoint: String {
     case journalCompacted = "journal-compacted"
     /// A journal of an older format has been rewritten in the current one and renamed into place.
     case journalRewritten = "journal-rewritten"
+    /// A job's end is journaled (durably) with its hook due, and the hook is about to start.
+    case hookDue = "hook-due"
 
     private static let armed: CrashPoint? = Glibc.getenv("UPLOADD_TEST_CRASH_AT").flatMap {
         CrashPoint(rawValue: String(cString: $0))

@@ -57,9 +57,9 @@ struct HelperProcess: Sendable {
         var cpuSeconds: Double
     }
 
-    /// Runs the helper to its end with `input` as stdin and `output` as stdout. Cancelling the task
-    /// kills it.
-    func run(input: Int32, output: Int32) async throws -> Outcome {
+    /// Runs the helper to its end with `input` as stdin and `output` as stdout (nil: stdout goes
+    /// where stderr goes, kept with it). Cancelling the task kills it.
+    func run(input: Int32, output: Int32?) async throws -> Outcome {
         var pipeFDs: [Int32] = [0, 0]
         var reportFDs: [Int32] = [0, 0]
         guard CShims_pipe_cloexec(&pipeFDs) == 0 else { throw Failure.couldNotStart(SystemError("pipe").description) }
@@ -71,7 +71,7 @@ struct HelperProcess: Sendable {
         // Forked, and its exec awaited, on the spawner thread (see `Spawner`).
         let (stderrWrite, reportRead, reportWrite) = (pipeFDs[1], reportFDs[0], reportFDs[1])
         let (pid, forkErrno, exec) = await Spawner.shared.run { [self] in
-            let pid = spawn(input: input, output: output, stderr: stderrWrite, report: reportWrite)
+            let pid = spawn(input: input, output: output ?? stderrWrite, stderr: stderrWrite, report: reportWrite)
             let forkErrno = errno
             close(stderrWrite)
             close(reportWrite)

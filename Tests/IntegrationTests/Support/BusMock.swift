@@ -202,6 +202,9 @@ final class BusMock: @unchecked Sendable {
     /// Takes UPower off the bus.
     func removeUPower() throws { _ = try run(["remove", "--dir", directory.path, "upower"]) }
 
+    /// Takes the notification daemon off the session bus, as on a machine without one.
+    func removeNotifications() throws { _ = try run(["remove", "--dir", directory.path, "notifications"]) }
+
     /// Puts a fresh UPower back on the bus.
     func addUPower(onBattery: Bool = false) throws {
         _ = try run(["add", "--dir", directory.path, "upower", "--battery", onBattery ? "on" : "off"])

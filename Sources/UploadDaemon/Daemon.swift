@@ -6,6 +6,26 @@ import UploadWire
 
 /// uploadd's entry point: parse the command line, set up, serve until told to stop.
 public enum UploadDaemonMain {
+    /// `uploadd --check-config`: every problem of the file, each with its line, on stderr; 0 when it
+    /// would load (warnings included), 1 when not. Nothing is started.
+    static func checkConfig(at path: String) -> Int32 {
+        do {
+            let config = try DaemonConfig.load(path: path)
+            for warning in config.warnings {
+                FileHandle.standardError.write(Data("uploadd: \(path): warning: \(warning)\n".utf8))
+            }
+            let exists = FileManager.default.fileExists(atPath: path)
+            print(
+                exists
+                    ? "\(path): OK (\(config.remotes.count) remote\(config.remotes.count == 1 ? "" : "s"))"
+                    : "\(path) does not exist: the defaults apply")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("uploadd: \(error)\n".utf8))
+            return 1
+        }
+    }
+
     public static func run(arguments: [String]) async -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let options: DaemonOptions
@@ -23,6 +43,7 @@ public enum UploadDaemonMain {
             print("uploadd \(UploaddVersion.string)")
             return 0
         }
+        if options.checkConfig { return checkConfig(at: options.configPath) }
         Log.configure(level: options.logLevel, environment: environment)
         let notifier = SystemdNotifier()
         let daemon: Daemon

@@ -13,6 +13,8 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     case status = "daemon.status"
     case reload = "daemon.reload"
     case limit = "daemon.limit"
+    case remotes = "daemon.remotes"
+    case testRemote = "remote.test"
     case add = "job.add"
     case list = "job.list"
     case get = "job.get"
@@ -330,6 +332,62 @@ public struct SubscribeParams: Codable, Sendable, StrictParams {
     public init(ids: [JobID]? = nil) { self.ids = ids }
 
     public static let knownKeys: Set<String> = ["ids"]
+}
+
+/// `remote.test` params: the remote to check.
+public struct RemoteParams: Codable, Sendable, StrictParams {
+    public var name: String
+
+    public init(name: String) { self.name = name }
+
+    public static let knownKeys: Set<String> = ["name"]
+}
+
+/// A configured remote as `daemon.remotes` lists it: never a secret.
+public struct RemoteInfo: Codable, Sendable, Equatable {
+    public var name: String
+    public var `protocol`: UploadProtocol
+    /// With any password in it redacted.
+    public var url: String
+    public var user: String?
+    /// Where its secret is read from (`password_file`, a credential), not the secret.
+    public var secretSource: String?
+
+    public init(name: String, protocol: UploadProtocol, url: String, user: String?, secretSource: String?) {
+        self.name = name
+        self.protocol = `protocol`
+        self.url = url
+        self.user = user
+        self.secretSource = secretSource
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, `protocol`, url, user
+        case secretSource = "secret_source"
+    }
+}
+
+/// `daemon.remotes`' answer.
+public struct RemoteList: Codable, Sendable, Equatable {
+    public var remotes: [RemoteInfo]
+
+    public init(remotes: [RemoteInfo]) { self.remotes = remotes }
+}
+
+/// `remote.test`'s answer: whether uploads to the remote can work, and what was found.
+public struct RemoteTestResult: Codable, Sendable, Equatable {
+    public var name: String
+    public var ok: Bool
+    public var message: String
+    /// The HTTP status the check got, when it asked a server.
+    public var status: Int?
+
+    public init(name: String, ok: Bool, message: String, status: Int? = nil) {
+        self.name = name
+        self.ok = ok
+        self.message = message
+        self.status = status
+    }
 }
 
 /// Params of methods that take none.

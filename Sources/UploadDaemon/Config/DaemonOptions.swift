@@ -13,6 +13,8 @@ struct DaemonOptions: Equatable {
     var logLevel: LogLevel = .info
     var showHelp = false
     var showVersion = false
+    /// `--check-config`: read the config, report, and exit without starting.
+    var checkConfig = false
 
     struct UsageError: Error, CustomStringConvertible {
         var message: String
@@ -57,6 +59,7 @@ struct DaemonOptions: Equatable {
         var level = LogLevel.info
         var help = false
         var version = false
+        var check = false
         var index = 0
         while index < arguments.count {
             var argument = arguments[index]
@@ -84,6 +87,7 @@ struct DaemonOptions: Equatable {
                 level = parsed
             case "-h", "--help": help = true
             case "--version": version = true
+            case "--check-config": check = true
             default: throw UsageError(message: "unknown option '\(arguments[index])'")
             }
             index += 1
@@ -107,7 +111,7 @@ struct DaemonOptions: Equatable {
             configPath: absolute(config ?? configDefault), stateDirectory: absolute(state ?? stateDefault),
             cacheDirectory: absolute(cache ?? cacheDefault),
             socketPath: (socket ?? environment["UPLOADD_SOCKET"]).map(absolute), logLevel: level, showHelp: help,
-            showVersion: version)
+            showVersion: version, checkConfig: check)
     }
 
     /// The socket path when not socket-activated and none was given.

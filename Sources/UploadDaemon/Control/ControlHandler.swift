@@ -170,6 +170,12 @@ struct ControlHandler: Sendable {
                     code: RPCError.configErrorCode,
                     message: "config not reloaded (the one in use stays):\n\(error)")
             }
+        case .remotes:
+            _ = try NoParams.decode(from: params)
+            return try encodeResult(RemoteList(remotes: await scheduler.remotes()))
+        case .testRemote:
+            let remote = try RemoteParams.decode(from: params)
+            return try encodeResult(try await scheduler.testRemote(named: remote.name))
         case .add:
             return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
         case .get:

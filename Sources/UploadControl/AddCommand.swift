@@ -233,7 +233,7 @@ struct AddCommand: ControlCommand {
             context.printError("nothing to add: the folders named hold no files (hidden ones need --hidden)")
             return .failure
         }
-        if let batch = queuer.batch, !context.json, added.count > 1 {
+        if let batch = queuer.batch, queuer.showsProgress, added.count > 1 {
             context.printError("batch \(batch): \(added.count) jobs queued (uploadctl wait --batch \(batch))")
         }
         // A destination or option the daemon refuses is a usage error, as uploadctl's own checks are.

@@ -6,7 +6,7 @@ import Glibc
 /// Walked with `openat`/`fdopendir` from the folder's descriptor, names sorted in each folder.
 /// Hand-written because glibc's fts(3) is not visible to Swift. Symlinks inside a folder are
 /// skipped unless `followSymlinks`; followed ones are guarded against loops by device and inode.
-struct FolderWalker {
+struct FolderWalker: Equatable {
     /// A file to add: its path, and the folder path to put it under at the destination (empty
     /// for a file named on its own).
     struct Found: Equatable {

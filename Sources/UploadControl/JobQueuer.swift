@@ -70,7 +70,7 @@ struct JobQueuer {
                 guard let job = try? result.decode(JobInfo.self) else {
                     throw ControlClientError.unexpectedAnswer("job.add returned no job for \(params.source)")
                 }
-                if batch == nil { batch = job.batch }
+                if batch == nil { batch = job.batch ?? job.id }
                 added.append(job)
                 ids.append(job.id.description)
             case .failure(let error):

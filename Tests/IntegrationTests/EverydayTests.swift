@@ -271,4 +271,30 @@ final class EverydayTests {
         Thread.sleep(forTimeInterval: 3)
         #expect(try daemon.ctl(["status"]).status == 0)
     }
+
+    // MARK: - Passwords
+
+    @Test func aPasswordAskedOnTheTerminalIsNotEchoedAndNotInPs() throws {
+        let daemon = try DaemonProcess(name: "everyday-prompt")
+        try daemon.start()
+        defer { daemon.stop() }
+        let source = try write("prompt/secret.jpg")
+        let uploadctl = TestPaths.binaries.appendingPathComponent("uploadctl").path
+        let pane = try TmuxPane(width: 120, height: 20)
+        try pane.run(
+            "\(uploadctl) --socket \(daemon.socket) add \(source) --to \(servers.nginxURL)/private/prompt/ --user \(servers.user); echo exit=$?"
+        )
+        let asked = pane.waitFor { $0.contains("Password for \(servers.user): ") }
+        try #require(asked.met, "no prompt:\n\(asked.screen)")
+        let ps = try Command.run("/bin/ps", ["-eo", "args"])
+        #expect(!ps.stdout.contains(servers.password))
+        try pane.tmux(["send-keys", "-t", "main", "-l", servers.password])
+        try pane.keys("Enter")
+        let done = pane.waitFor { $0.split(separator: "\n").contains { $0.hasPrefix("exit=") } }
+        #expect(done.screen.split(separator: "\n").contains("exit=0"), "\(done.screen)")
+        #expect(!done.screen.contains(servers.password), "the password was echoed:\n\(done.screen)")
+        let id = try #require(try daemon.ctlJSON(JobList.self, ["list"]).jobs.first?.id)
+        #expect(try daemon.waitFor(id).state == .completed)
+        #expect(try Command.sha256("\(servers.nginxRoot)/private/prompt/secret.jpg") == Command.sha256(source))
+    }
 }

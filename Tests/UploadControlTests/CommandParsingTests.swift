@@ -51,7 +51,7 @@ import UploadWire
     }
 
     @Test(arguments: [
-        (["--to", "x"], "missing PATH: name at least one file to upload"),
+        (["--to", "x"], "missing PATH: name at least one file or folder to upload, or - to read them from stdin"),
         (["a"], "missing --to DEST: say where to upload"),
         (["a", "--to="], "--to needs a destination, not an empty string"),
         (

@@ -12,6 +12,7 @@ import UploadWire
             output: output.streams)
     }
 
+    /// The first file goes alone and starts the batch; the others follow together, in it.
     @Test func addSendsOneBatchAndReportsEachFailure() throws {
         let daemon = try FakeDaemon { line in
             let answers = Wire.requests(line).enumerated().map { index, request -> String in
@@ -29,11 +30,14 @@ import UploadWire
             ["add", "a.mp4", "b.bad", "/abs/c.mp4", "--to", "https://h/", "--header", "A: 1"], daemon: daemon,
             output: output)
         #expect(status == .failure)
-        #expect(output.standardOutput == "10\n12\n")
-        #expect(output.standardError == "uploadctl: b.bad: cannot open /work/b.bad\n")
-        #expect(daemon.requestLines.count == 1)
-        let requests = Wire.requests(daemon.requestLines[0])
+        #expect(output.standardOutput == "10\n11\n")
+        #expect(output.standardError == "uploadctl: /work/b.bad: cannot open /work/b.bad\n")
+        #expect(daemon.requestLines.count == 2)
+        let requests = daemon.requestLines.flatMap { Wire.requests($0) }
         #expect(requests.map(\.method) == ["job.add", "job.add", "job.add"])
+        #expect(requests[0].params?.objectValue?["new_batch"] == .bool(true))
+        #expect(requests[1].params?.objectValue?["batch"] == .number(10))
+        #expect(requests[2].params?.objectValue?["batch"] == .number(10))
         let sources = requests.compactMap { $0.params?.objectValue?["source"] }
         #expect(sources == [.string("/work/a.mp4"), .string("/work/b.bad"), .string("/abs/c.mp4")])
         #expect(requests[0].params?.objectValue?["headers"] == .array([.string("A: 1")]))
@@ -62,7 +66,7 @@ import UploadWire
         #expect(errors?.first?["message"] as? String == "no space left")
         let jobs = try JSONCoding.decoder.decode(JobList.self, from: Data(output.standardOutput.utf8)).jobs
         #expect(jobs.map(\.id) == [JobID(7)])
-        #expect(output.standardError == "uploadctl: full.bin: no space left\n")
+        #expect(output.standardError == "uploadctl: /work/full.bin: no space left\n")
     }
 
     @Test func waitExitsWhenAllJobsEndAndNamesTheFailures() throws {

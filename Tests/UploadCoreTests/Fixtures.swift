@@ -43,6 +43,8 @@ enum Fixtures {
         var done = job(8, state: .completed)
         done.result = JobResult(url: "https://example.com/up/v.mp4", status: 201, body: "{\"ok\":true}")
         done.resolvedProtocol = .post
+        done.spec.batch = JobID(3)
+        done.hookPending = true
         return [
             .job(job(1)),
             .job(failed),

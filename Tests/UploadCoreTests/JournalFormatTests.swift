@@ -59,8 +59,11 @@ struct JournalFormatTests {
             // Fields added after format 3's first release may be missing (an older writer): a cut
             // that removes only them reads as the record with their defaults, by design.
             var laterFields = 0
-            // (failingSince, then format 4's prepared file and rank, nil in these records).
-            if case .job(let job) = record { laterFields = (job.failingSince == nil ? 1 : 9) + 2 }
+            // (failingSince, then format 4's prepared file and rank, nil in these records, and
+            // hookPending, whose absence reads as false).
+            if case .job(let job) = record {
+                laterFields = (job.failingSince == nil ? 1 : 9) + 2 + (job.hookPending ? 0 : 1)
+            }
             for length in 0..<(payload.count - laterFields) {
                 let decoded = payload[..<length].withUnsafeBytes { bytes in
                     var reader = BinaryReader(bytes)

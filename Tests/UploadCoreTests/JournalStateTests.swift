@@ -35,6 +35,28 @@ struct JournalStateTests {
         #expect(state.stateCounts.filter { $0.value != 0 } == [.running: 1, .completed: 1])
     }
 
+    @Test func unfinishedJobsAreCountedPerBatch() {
+        func job(_ id: UInt64, _ state: JobState, batch: UInt64?) -> Job {
+            var job = Fixtures.job(id, state: state)
+            job.spec.batch = batch.map { JobID($0) }
+            return job
+        }
+        var state = Self.replay([
+            .job(job(1, .queued, batch: 1)), .job(job(2, .queued, batch: 1)), .job(job(3, .running, batch: 1)),
+            .job(job(4, .queued, batch: nil)), .job(job(5, .paused, batch: 5)),
+        ])
+        #expect(state.unfinishedInBatch == [JobID(1): 3, JobID(5): 1])
+        state.apply(.job(job(1, .completed, batch: 1)))
+        state.apply(.job(job(2, .failed, batch: 1)))
+        #expect(state.unfinishedInBatch[JobID(1)] == 1)
+        state.apply(.removed(JobID(3)))
+        #expect(state.unfinishedInBatch[JobID(1)] == nil, "every job of batch 1 ended or went")
+        state.apply(.job(job(2, .queued, batch: 1)))  // retried
+        #expect(state.unfinishedInBatch[JobID(1)] == 1)
+        state.apply(.job(job(5, .canceled, batch: 5)))
+        #expect(state.unfinishedInBatch == [JobID(1): 1])
+    }
+
     @Test func progressForAnUnknownJobIsIgnored() {
         let state = Self.replay([.progress(JobProgress(id: JobID(5), bytesAcked: 1, checkpoint: nil))])
         #expect(state.jobs.isEmpty)

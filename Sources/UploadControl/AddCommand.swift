@@ -9,6 +9,7 @@ struct AddCommand: ControlCommand {
         PATH...|- --to DEST [--exclude GLOB]... [--hidden] [--follow] [-0] [--protocol \(UploadProtocol.alternatives)] [--header 'K: V']...
               [--header-file FILE] [--field K=V]... [--user USER[:PASSWORD]] [--password-file FILE]
               [--chunk-size SIZE] [--priority N] [--snapshot auto|copy|none] [--image SPEC] [--wait]
+              [--meta K=V]... [--client-token TOKEN]
         """
     static let details = """
         A folder is added with every file inside it, keeping their folders under DEST: with
@@ -38,6 +39,10 @@ struct AddCommand: ControlCommand {
           --image SPEC        prepare images before upload, e.g. max=2048,quality=75,strip-gps
                               (see Images below); files that are not images go as they are
           --wait              after adding, wait like 'uploadctl wait' for the jobs to end
+          --meta K=V          data of your own to keep with each job (shown by show, sent in
+                              events and to hooks as UPLOAD_METADATA); repeatable
+          --client-token T    a token of your own for the one file added: adding it again with
+                              the same token, even after a restart, gives back the same job
 
         Protocols:
         \(UploadProtocol.allCases.map { "  \($0.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0))\($0.traits.summary)" }.joined(separator: "\n"))
@@ -66,6 +71,7 @@ struct AddCommand: ControlCommand {
         .value("--password-file", "FILE"), .value("--chunk-size", "SIZE"),
         .value("--priority", "N"), .value("--snapshot", "MODE"), .value("--image", "SPEC"), .flag("--wait"),
         .value("--exclude", "GLOB"), .flag("--hidden"), .flag("--follow"), .flag("-0"),
+        .value("--meta", "K=V"), .value("--client-token", "TOKEN"),
     ]
 
     var paths: [String]
@@ -82,6 +88,8 @@ struct AddCommand: ControlCommand {
     var snapshot: SnapshotMode?
     var image: String?
     var wait: Bool
+    var metadata: [String: String]
+    var clientToken: String?
     var walker: FolderWalker
     /// `-`: more paths come from stdin; `-0`: NUL-separated.
     var readsStandardInput: Bool
@@ -98,6 +106,15 @@ struct AddCommand: ControlCommand {
         if nulSeparated && !readsStandardInput {
             throw UsageError("-0 goes with - (paths from stdin, as find -print0 writes them)")
         }
+        metadata = [:]
+        for text in parsed.values("--meta") {
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw UsageError("--meta needs KEY=VALUE, not '\(text)'")
+            }
+            metadata[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        clientToken = parsed.value("--client-token")
+        if clientToken?.isEmpty == true { throw UsageError("--client-token needs a token") }
         walker = FolderWalker(
             excludes: parsed.values("--exclude"), includeHidden: parsed.contains("--hidden"),
             followSymlinks: parsed.contains("--follow"))
@@ -155,6 +172,8 @@ struct AddCommand: ControlCommand {
             params.snapshot = snapshot
             params.image = image
             params.umask = Int(Self.processUmask)
+            params.metadata = metadata.isEmpty ? nil : metadata
+            params.clientToken = clientToken
             return params
         }
     }

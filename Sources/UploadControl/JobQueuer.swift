@@ -28,6 +28,9 @@ struct JobQueuer {
 
     /// Queues one file for `destination`; sends a request once `batchSize` are waiting.
     mutating func add(source: String, destination: String) throws {
+        if template.clientToken != nil, added.count + failures.count + pending.count >= 1 {
+            throw UsageError("--client-token names one job: add a single file with it")
+        }
         var params = template
         params.source = source
         params.destination = destination

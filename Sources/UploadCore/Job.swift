@@ -143,6 +143,9 @@ public struct Job: Decodable, Sendable, Equatable {
     /// that ends the job and cleared once the hook ran, so a hook cut off by a crash runs after
     /// the restart. Absent in older records: nothing pending.
     public var hookPending = false
+    /// Counts the job's changes (`JournalState.apply` raises it with every record of the job), so
+    /// clients can order what they hear of it. Journaled, so it keeps growing across restarts.
+    public var revision: UInt64 = 0
 
     /// The fields of uploadd 0.1's JSON journal (format 1, read only).
     enum CodingKeys: String, CodingKey {

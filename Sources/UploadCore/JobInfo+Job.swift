@@ -29,6 +29,7 @@ extension JobInfo {
                     size: prepared.size, originalSize: job.snapshot?.size ?? prepared.size, sha256: prepared.sha256,
                     fileName: prepared.fileName, contentType: prepared.contentType,
                     details: Dictionary(prepared.details.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }))
-            }, batch: job.spec.batch)
+            }, batch: job.spec.batch, revision: job.revision, clientToken: job.spec.clientToken,
+            metadata: job.spec.metadata)
     }
 }

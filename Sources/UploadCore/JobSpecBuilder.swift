@@ -49,6 +49,10 @@ public enum JobSpecBuilder {
         if let umask = params.umask, !(0...0o777).contains(umask) {
             throw invalid("umask must be from 0 to 511 (0777 in octal)")
         }
+        if let token = params.clientToken, token.isEmpty || token.utf8.count > 256 {
+            throw invalid("client_token must be 1 to 256 bytes")
+        }
+        if let metadata = params.metadata { try Self.checkMetadata(metadata) }
         // Kept as given, but with spaces and such encoded, so that what is stored is a valid URL.
         let destinationText =
             if case .http = destination { Destination.encodingSpecialCharacters(params.destination) } else {
@@ -63,6 +67,29 @@ public enum JobSpecBuilder {
         // The daemon checks that it has the step and that its options are good (`Preparer.validate`).
         if let image = params.image { spec.preparation = [PreparationRequest(step: "image", options: image)] }
         return spec
+    }
+
+    /// Metadata is kept with the job, journaled, and sent in every event: it stays small.
+    public static let metadataLimits = (keys: 32, keyBytes: 64, valueBytes: 1024, totalBytes: 8192)
+
+    static func checkMetadata(_ metadata: [String: String]) throws(RPCError) {
+        let limits = metadataLimits
+        guard metadata.count <= limits.keys else {
+            throw RPCError.invalidParams("metadata has \(metadata.count) keys; at most \(limits.keys)")
+        }
+        var total = 0
+        for (key, value) in metadata {
+            guard (1...limits.keyBytes).contains(key.utf8.count) else {
+                throw RPCError.invalidParams("metadata keys are 1 to \(limits.keyBytes) bytes; '\(key.prefix(80))' is not")
+            }
+            guard value.utf8.count <= limits.valueBytes else {
+                throw RPCError.invalidParams("metadata['\(key)'] is over \(limits.valueBytes) bytes")
+            }
+            total += key.utf8.count + value.utf8.count
+        }
+        guard total <= limits.totalBytes else {
+            throw RPCError.invalidParams("metadata is \(total) bytes in all; at most \(limits.totalBytes)")
+        }
     }
 
     /// A protocol that cannot go to that kind of destination (by its `traits`).

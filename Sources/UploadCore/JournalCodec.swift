@@ -95,6 +95,7 @@ extension Job {
         writer.write(prepared) { $1.write(to: &$0) }
         writer.write(rank) { $0.write($1) }
         writer.write(hookPending)
+        writer.write(revision)
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -148,6 +149,7 @@ extension Job {
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
         }
         hookPending = try reader.readIfPresent(false) { (reader) throws(BinaryDecodingError) in try reader.readBool() }
+        revision = try reader.readIfPresent(0) { (reader) throws(BinaryDecodingError) in try reader.readUInt64() }
     }
 }
 

@@ -21,7 +21,10 @@ public struct JournalState: Sendable {
 
     public mutating func apply(_ record: JournalRecord) {
         switch record {
-        case .job(let job):
+        case .job(var job):
+            // A record carries the revision its job had before this change; a compacted one, the
+            // revision it reached.
+            job.revision = max(job.revision, (jobs[job.id]?.revision ?? 0) + 1)
             if let old = jobs.updateValue(job, forKey: job.id) { count(old, -1) }
             count(job, +1)
             nextID = max(nextID, job.id.rawValue + 1)
@@ -34,6 +37,7 @@ public struct JournalState: Sendable {
             }
             jobs[progress.id]!.bytesAcked = progress.bytesAcked
             jobs[progress.id]!.checkpoint = progress.checkpoint
+            jobs[progress.id]!.revision += 1
         case .removed(let id):
             if let old = jobs.removeValue(forKey: id) { count(old, -1) }
             foreignJobs[id] = nil

@@ -31,13 +31,15 @@ public enum ControlMethod: String, Sendable, CaseIterable {
 }
 
 /// The notifications sent to subscribers.
-public enum ControlEvent: String, Sendable {
+public enum ControlEvent: String, Sendable, Codable, CaseIterable {
     /// A job changed state; params are the job object.
     case state = "job.state"
     /// A job moved bytes; params are `JobProgressEvent`. Throttled per job.
     case progress = "job.progress"
     /// A job was removed (remove, clear, delete); params are `{"id": N}`.
     case removed = "job.removed"
+    /// The subscriber fell too far behind: no more events come, and the connection closes.
+    case overflow = "events.overflow"
 }
 
 /// A JSON-RPC request or notification.
@@ -325,13 +327,23 @@ public struct ListParams: Codable, Sendable, StrictParams {
     public static let knownKeys: Set<String> = ["states", "ids", "batch"]
 }
 
-/// `events.subscribe` params: no ids means every job.
+/// `events.subscribe` params: each given filter narrows what is sent (no ids: every job).
 public struct SubscribeParams: Codable, Sendable, StrictParams {
     public var ids: [JobID]?
+    public var batch: JobID?
+    public var kinds: [ControlEvent]?
+    /// Answer with the current state of the jobs the filters match, taken once the subscription
+    /// is in place: nothing that happens in between is missed.
+    public var snapshot: Bool?
 
-    public init(ids: [JobID]? = nil) { self.ids = ids }
+    public init(ids: [JobID]? = nil, batch: JobID? = nil, kinds: [ControlEvent]? = nil, snapshot: Bool? = nil) {
+        self.ids = ids
+        self.batch = batch
+        self.kinds = kinds
+        self.snapshot = snapshot
+    }
 
-    public static let knownKeys: Set<String> = ["ids"]
+    public static let knownKeys: Set<String> = ["ids", "batch", "kinds", "snapshot"]
 }
 
 /// `remote.test` params: the remote to check.

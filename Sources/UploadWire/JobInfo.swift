@@ -35,16 +35,24 @@ public struct JobInfo: Codable, Sendable, Equatable {
     public var prepared: PreparedInfo?
     /// The batch the job was added in (every job of one `uploadctl add` shares one), if any.
     public var batch: JobID?
+    /// Grows with every change of the job, across restarts too: of two views of one job, the
+    /// one with the higher revision is the newer.
+    public var revision: UInt64
+    /// The token the adding app gave (`client_token`), if any.
+    public var clientToken: String?
+    /// The adding app's own data, as given.
+    public var metadata: [String: String]?
 
     enum CodingKeys: String, CodingKey {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
-            history, waiting, image, prepared, batch
+            history, waiting, image, prepared, batch, revision, metadata
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case nextAttemptAt = "next_attempt_at"
+        case clientToken = "client_token"
     }
 
     public init(
@@ -52,7 +60,8 @@ public struct JobInfo: Codable, Sendable, Equatable {
         bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?, attempts: Int,
         priority: Int, error: JobError?, result: JobResult?, createdAt: Date, updatedAt: Date, nextAttemptAt: Date?,
         snapshot: String?, user: String?, history: [JobEvent]?, waiting: String?, image: String? = nil,
-        prepared: PreparedInfo? = nil, batch: JobID? = nil
+        prepared: PreparedInfo? = nil, batch: JobID? = nil, revision: UInt64 = 0, clientToken: String? = nil,
+        metadata: [String: String]? = nil
     ) {
         self.id = id
         self.state = state
@@ -78,6 +87,41 @@ public struct JobInfo: Codable, Sendable, Equatable {
         self.image = image
         self.prepared = prepared
         self.batch = batch
+        self.revision = revision
+        self.clientToken = clientToken
+        self.metadata = metadata
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(JobID.self, forKey: .id)
+        state = try container.decode(JobState.self, forKey: .state)
+        source = try container.decode(String.self, forKey: .source)
+        destination = try container.decode(String.self, forKey: .destination)
+        `protocol` = try container.decode(UploadProtocol.self, forKey: .protocol)
+        bytesTotal = try container.decode(Int64.self, forKey: .bytesTotal)
+        bytesSent = try container.decode(Int64.self, forKey: .bytesSent)
+        bytesAcked = try container.decode(Int64.self, forKey: .bytesAcked)
+        speed = try container.decode(Double.self, forKey: .speed)
+        eta = try container.decodeIfPresent(Double.self, forKey: .eta)
+        attempts = try container.decode(Int.self, forKey: .attempts)
+        priority = try container.decode(Int.self, forKey: .priority)
+        error = try container.decodeIfPresent(JobError.self, forKey: .error)
+        result = try container.decodeIfPresent(JobResult.self, forKey: .result)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        nextAttemptAt = try container.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
+        snapshot = try container.decodeIfPresent(String.self, forKey: .snapshot)
+        user = try container.decodeIfPresent(String.self, forKey: .user)
+        history = try container.decodeIfPresent([JobEvent].self, forKey: .history)
+        waiting = try container.decodeIfPresent(String.self, forKey: .waiting)
+        image = try container.decodeIfPresent(String.self, forKey: .image)
+        prepared = try container.decodeIfPresent(PreparedInfo.self, forKey: .prepared)
+        batch = try container.decodeIfPresent(JobID.self, forKey: .batch)
+        // Absent from daemons before revisions: 0, older than any.
+        revision = try container.decodeIfPresent(UInt64.self, forKey: .revision) ?? 0
+        clientToken = try container.decodeIfPresent(String.self, forKey: .clientToken)
+        metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -106,6 +150,9 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encodeIfPresent(image, forKey: .image)
         try container.encodeIfPresent(prepared, forKey: .prepared)
         try container.encodeIfPresent(batch, forKey: .batch)
+        try container.encode(revision, forKey: .revision)
+        try container.encodeIfPresent(clientToken, forKey: .clientToken)
+        try container.encodeIfPresent(metadata, forKey: .metadata)
     }
 }
 
@@ -117,9 +164,15 @@ public struct JobProgressEvent: Codable, Sendable, Equatable {
     public var bytesAcked: Int64
     public var speed: Double
     public var eta: Double?
+    /// The job's revision when this was measured (progress does not change it).
+    public var revision: UInt64
 
-    public init(id: JobID, bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?) {
+    public init(
+        id: JobID, bytesTotal: Int64, bytesSent: Int64, bytesAcked: Int64, speed: Double, eta: Double?,
+        revision: UInt64 = 0
+    ) {
         self.id = id
+        self.revision = revision
         self.bytesTotal = bytesTotal
         self.bytesSent = bytesSent
         self.bytesAcked = bytesAcked
@@ -128,7 +181,7 @@ public struct JobProgressEvent: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, speed, eta
+        case id, speed, eta, revision
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
@@ -172,20 +225,39 @@ public struct HelloInfo: Codable, Sendable {
     public var methods: [String]
     public var protocols: [String]
     public var pid: Int32
+    /// What this daemon can do beyond protocol version 1's first release (`Capability`); a client
+    /// checks for a name before using what it stands for.
+    public var capabilities: [String]?
+    /// The preparation steps `job.add` takes (`image`).
+    public var preparationSteps: [String]?
 
-    public init(name: String, version: String, protocolVersion: Int, methods: [String], protocols: [String], pid: Int32)
-    {
+    public init(
+        name: String, version: String, protocolVersion: Int, methods: [String], protocols: [String], pid: Int32,
+        capabilities: [String]? = nil, preparationSteps: [String]? = nil
+    ) {
         self.name = name
         self.version = version
         self.protocolVersion = protocolVersion
         self.methods = methods
         self.protocols = protocols
         self.pid = pid
+        self.capabilities = capabilities
+        self.preparationSteps = preparationSteps
+    }
+
+    /// The names in `capabilities`.
+    public enum Capability: String, CaseIterable, Sendable {
+        case batches, revisions, metadata, hooks, notifications, remotes, image
+        case eventFilters = "events.filters"
+        case eventSnapshot = "events.snapshot"
+        case eventOverflow = "events.overflow"
+        case clientToken = "client_token"
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, version, methods, protocols, pid
+        case name, version, methods, protocols, pid, capabilities
         case protocolVersion = "protocol_version"
+        case preparationSteps = "preparation_steps"
     }
 }
 

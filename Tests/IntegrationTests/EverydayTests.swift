@@ -153,16 +153,18 @@ final class EverydayTests {
         try daemon.start()
         defer { daemon.stop() }
         let source = try write("hooks/photo one.jpg")
-        let id = try daemon.add([source], to: "\(servers.nginxURL)/dav/hooks/")[0]
+        let id = try daemon.add([source], to: "\(servers.nginxURL)/dav/hooks/", ["--meta", "album=Trip 2026"])[0]
         #expect(try daemon.waitFor(id).state == .completed)
         #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: "\(record)/\(id).env") })
         let environment = try String(contentsOfFile: "\(record)/\(id).env", encoding: .utf8)
         #expect(
             environment == """
                 UPLOAD_BATCH=\(id)
+                UPLOAD_CLIENT_TOKEN=
                 UPLOAD_DESTINATION=\(servers.nginxURL)/dav/hooks/
                 UPLOAD_ERROR=
                 UPLOAD_ID=\(id)
+                UPLOAD_METADATA={"album":"Trip 2026"}
                 UPLOAD_SOURCE=\(source)
                 UPLOAD_STATE=completed
                 UPLOAD_URL=\(servers.nginxURL)/dav/hooks/photo%20one.jpg

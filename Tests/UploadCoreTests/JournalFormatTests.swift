@@ -60,9 +60,9 @@ struct JournalFormatTests {
             // that removes only them reads as the record with their defaults, by design.
             var laterFields = 0
             // (failingSince, then format 4's prepared file and rank, nil in these records, and
-            // hookPending, whose absence reads as false).
+            // hookPending and revision, whose absence reads as false and 0).
             if case .job(let job) = record {
-                laterFields = (job.failingSince == nil ? 1 : 9) + 2 + (job.hookPending ? 0 : 1)
+                laterFields = (job.failingSince == nil ? 1 : 9) + 2 + (job.revision == 0 ? (job.hookPending ? 1 : 2) : 0)
             }
             for length in 0..<(payload.count - laterFields) {
                 let decoded = payload[..<length].withUnsafeBytes { bytes in

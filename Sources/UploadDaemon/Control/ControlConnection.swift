@@ -19,6 +19,11 @@ final class ControlConnection {
     static let maxInFlightBytes = 1 << 20
     static let outputHighWater = 1 << 20
     static let maxOutput = 16 << 20
+    /// A subscriber this far behind gets `events.overflow` instead of more events, and is closed.
+    static let maxEventBacklog = 4 << 20
+    private static let overflowLine = Array(
+        #"{"jsonrpc":"2.0","method":"events.overflow","params":{"message":"more than 4 MiB of events unread: no more are sent and the connection closes; subscribe again with snapshot"}}"#
+            .utf8) + [UInt8(ascii: "\n")]
 
     let fd: Int32
     private let queue: DispatchQueue
@@ -39,6 +44,7 @@ final class ControlConnection {
     private var waitingHead = 0
     private var readEnded = false
     private var closeAfterFlush = false
+    private var eventsStopped = false
     private(set) var isClosed = false
     private let onRequest: (ControlConnection, [UInt8]) -> Void
     private let onClose: (ControlConnection) -> Void
@@ -111,6 +117,20 @@ final class ControlConnection {
         }
         output.append(contentsOf: bytes)
         flush()
+    }
+
+    /// Queues an event line for a subscriber; one that has fallen `maxEventBacklog` behind gets
+    /// `events.overflow` as its last line and is closed once that is written. Answers to its
+    /// requests are not held to this bound (they are bounded by `maxOutput`).
+    func sendEvent(_ bytes: [UInt8]) {
+        guard !isClosed, !eventsStopped else { return }
+        guard output.count - outputOffset <= Self.maxEventBacklog else {
+            eventsStopped = true
+            Log.warning("control client on fd \(fd) is more than 4 MiB of events behind; sending events.overflow")
+            sendAndClose(Self.overflowLine)
+            return
+        }
+        send(bytes)
     }
 
     /// Sends `bytes` and closes once they are written.

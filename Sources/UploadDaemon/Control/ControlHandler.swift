@@ -152,7 +152,9 @@ struct ControlHandler: Sendable {
                 HelloInfo(
                     name: "uploadd", version: UploaddVersion.string, protocolVersion: ControlProtocol.version,
                     methods: ControlMethod.allCases.map(\.rawValue),
-                    protocols: TransferRegistry.supportedProtocols.map(\.rawValue), pid: getpid()))
+                    protocols: TransferRegistry.supportedProtocols.map(\.rawValue), pid: getpid(),
+                    capabilities: HelloInfo.Capability.allCases.map(\.rawValue),
+                    preparationSteps: PreparationRegistry.steps.keys.sorted()))
         case .status:
             _ = try NoParams.decode(from: params)
             return try encodeResult(await status())
@@ -221,8 +223,19 @@ struct ControlHandler: Sendable {
             return try encodeResult(JobList(jobs: outcome.jobs, errors: outcome.errors))
         case .subscribe:
             let subscribe = try SubscribeParams.decode(from: params)
-            events.subscribe(client.key, EventHub.Subscriber(ids: subscribe.ids.map(Set.init), deliver: client.deliver))
-            return Self.emptyObject
+            if let kinds = subscribe.kinds, kinds.contains(.overflow) {
+                throw RPCError.invalidParams("kinds are job.state, job.progress and job.removed; events.overflow always comes")
+            }
+            events.subscribe(
+                client.key,
+                EventHub.Subscriber(
+                    ids: subscribe.ids.map(Set.init), batch: subscribe.batch, kinds: subscribe.kinds.map(Set.init),
+                    deliver: client.deliver))
+            guard subscribe.snapshot == true else { return Self.emptyObject }
+            // After the subscription: a change in between is both in the snapshot or after it, and
+            // in an event; revisions tell which is newer.
+            return try encodeResult(
+                JobList(jobs: await scheduler.list(states: nil, ids: subscribe.ids, batch: subscribe.batch)))
         }
     }
 

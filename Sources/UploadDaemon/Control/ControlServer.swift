@@ -102,7 +102,7 @@ final class ControlServer: @unchecked Sendable {
         let key = ObjectIdentifier(connection)
         let queue = queue
         let deliver: @Sendable ([UInt8]) -> Void = { [weak self] bytes in
-            queue.async { [weak self] in self?.connections[key]?.send(bytes) }
+            queue.async { [weak self] in self?.connections[key]?.sendEvent(bytes) }
         }
         let handler = handler
         Task {

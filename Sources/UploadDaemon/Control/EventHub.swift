@@ -11,7 +11,15 @@ final class EventHub: Sendable {
     struct Subscriber: Sendable {
         /// Nil: every job.
         var ids: Set<JobID>?
+        /// Only the jobs of this batch; nil: any.
+        var batch: JobID?
+        /// Nil: every kind of event.
+        var kinds: Set<ControlEvent>?
         var deliver: @Sendable ([UInt8]) -> Void
+
+        func wants(_ event: ControlEvent, id: JobID, batch jobBatch: JobID?) -> Bool {
+            (ids?.contains(id) ?? true) && (batch == nil || batch == jobBatch) && (kinds?.contains(event) ?? true)
+        }
     }
 
     private let subscribers = Mutex<[ObjectIdentifier: Subscriber]>([:])
@@ -27,20 +35,20 @@ final class EventHub: Sendable {
     }
 
     func publishState(_ job: JobInfo) {
-        publish(ControlEvent.state, job, id: job.id)
+        publish(ControlEvent.state, job, id: job.id, batch: job.batch)
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
-    func publishRemoved(_ id: JobID) {
-        publish(ControlEvent.removed, JobSelection(id: id), id: id)
+    func publishRemoved(_ id: JobID, batch: JobID?) {
+        publish(ControlEvent.removed, JobSelection(id: id), id: id, batch: batch)
     }
 
-    func publishProgress(_ progress: JobProgressEvent) {
-        publish(ControlEvent.progress, progress, id: progress.id)
+    func publishProgress(_ progress: JobProgressEvent, batch: JobID?) {
+        publish(ControlEvent.progress, progress, id: progress.id, batch: batch)
     }
 
-    private func publish<T: Encodable>(_ event: ControlEvent, _ params: T, id: JobID) {
-        let targets = subscribers.withLock { $0.values.filter { $0.ids?.contains(id) ?? true } }
+    private func publish<T: Encodable>(_ event: ControlEvent, _ params: T, id: JobID, batch: JobID?) {
+        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
         guard !targets.isEmpty else { return }
         guard let encoded = try? JSONCoding.encoder.encode(params),
             var line = try? RPCLine.notification(method: event.rawValue, encodedParams: [UInt8](encoded))

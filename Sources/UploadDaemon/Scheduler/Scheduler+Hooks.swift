@@ -135,6 +135,7 @@ extension Scheduler {
             ("UPLOAD_DESTINATION", Redaction.redactURL(job.spec.destination)),
             ("UPLOAD_URL", job.result?.url ?? ""), ("UPLOAD_STATE", job.state.rawValue),
             ("UPLOAD_ERROR", job.error?.message ?? ""), ("UPLOAD_BATCH", job.spec.batch?.description ?? ""),
+            ("UPLOAD_CLIENT_TOKEN", job.spec.clientToken ?? ""), ("UPLOAD_METADATA", Self.metadataJSON(job.spec.metadata)),
         ]
         // NUL cannot travel in an environment; nothing a user names contains one, but be sure.
         variables += upload.map { "\($0.0)=\($0.1.replacingOccurrences(of: "\0", with: ""))" }
@@ -144,6 +145,12 @@ extension Scheduler {
         process.environment = variables
         process.timeout = config.hooks.timeout
         return process
+    }
+
+    /// The job's metadata as a JSON object (`{}` when none), for `UPLOAD_METADATA`.
+    static func metadataJSON(_ metadata: [String: String]?) -> String {
+        guard let metadata, let data = try? JSONCoding.encoder.encode(metadata) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// `name` as execve needs it: a path as given, else the first executable of that name on PATH.

@@ -239,7 +239,7 @@ actor Scheduler {
                 if let current = store.jobs[job.id] {
                     dependencies.events.publishState(info(for: current))
                 } else {
-                    dependencies.events.publishRemoved(job.id)
+                    dependencies.events.publishRemoved(job.id, batch: job.spec.batch)
                 }
             }
         }
@@ -480,7 +480,7 @@ actor Scheduler {
                 dependencies.events.publishProgress(
                     JobProgressEvent(
                         id: id, bytesTotal: job.bytesTotal, bytesSent: info.bytesSent, bytesAcked: job.bytesAcked,
-                        speed: info.speed, eta: info.eta))
+                        speed: info.speed, eta: info.eta, revision: job.revision), batch: job.spec.batch)
             }
         }
         reportStatusIfChanged()
@@ -521,7 +521,10 @@ actor Scheduler {
     func stateCounts() -> [JobState: Int] { store.stateCounts.filter { $0.value > 0 } }
 
     /// The public view of a job, with live numbers when it is running.
-    func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
+    func info(for given: Job, includeHistory: Bool = false) -> JobInfo {
+        // The revision is the store's: a caller's copy may predate the change it announces.
+        var job = given
+        if let stored = store.jobs[job.id]?.revision { job.revision = max(job.revision, stored) }
         if let attempt = running[job.id], job.state == .running {
             let reading = attempt.meter.reading
             return JobInfo(

@@ -4,12 +4,19 @@
 #                  then the benchmark suite at tiny sizes; ends every process it started and
 #                  lists every skipped test
 #   make bench     run the benchmark suite against curl, rclone, aws-cli, tuspy (BENCH_FLAGS=--quick)
-#   make install   put binaries and user units under ~/.local (PREFIX/DESTDIR for packagers)
+#   make install   put binaries, user units, man pages and shell completions under ~/.local
+#                  (PREFIX/DESTDIR for packagers)
 
 PREFIX ?= $(HOME)/.local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 DOCDIR ?= $(PREFIX)/share/doc/uploadd
+MANDIR ?= $(PREFIX)/share/man
+# Where bash-completion, zsh and fish look (bash-completion and fish also under ~/.local/share;
+# zsh needs `fpath+=(~/.local/share/zsh/site-functions)` for a personal install).
+BASHCOMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPLETIONDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPLETIONDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # User units: ~/.config/systemd/user for a personal install, /usr/lib/systemd/user for packages.
 ifeq ($(PREFIX),$(HOME)/.local)
 USERUNITDIR ?= $(HOME)/.config/systemd/user
@@ -19,6 +26,7 @@ endif
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 SERVERS = python3 contrib/test/servers.py
+MAN_PAGES = contrib/man/uploadctl.1 contrib/man/uploadd.8 contrib/man/uploadd.conf.5
 
 .PHONY: all build release run test test-steps test-servers stop-test-servers install uninstall clean deps test-deps bench
 
@@ -82,6 +90,9 @@ test-steps: test-deps
 	mkdir -p $(TEST_REPORTS)
 	# The code's layout, as .swift-format has it (`swift format -i -r Sources Tests` fixes it).
 	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	# The man pages, as mandoc and groff read them: both must have nothing to say.
+	mandoc -T lint -W warning $(MAN_PAGES)
+	for page in $(MAN_PAGES); do out=$$(groff -ww -man -z $$page 2>&1); [ -z "$$out" ] || { echo "$$page: $$out"; exit 1; }; done
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(call swift_tests,'$(UNIT_TESTS)',unit-tests)
 	contrib/scripts/fuzz -t $(FUZZ_SECONDS)
@@ -107,18 +118,29 @@ stop-test-servers:
 
 install: release
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -d $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
 	install -m 0755 .build/release/uploadd .build/release/uploadctl .build/release/uploadd-image $(DESTDIR)$(BINDIR)/
 	for unit in uploadd.service uploadd.socket; do \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' systemd/$$unit > $(DESTDIR)$(USERUNITDIR)/$$unit; \
 		chmod 0644 $(DESTDIR)$(USERUNITDIR)/$$unit; \
 	done
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 contrib/man/uploadctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 contrib/man/uploadd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 contrib/man/uploadd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 contrib/completions/uploadctl.bash $(DESTDIR)$(BASHCOMPLETIONDIR)/uploadctl
+	install -m 0644 contrib/completions/_uploadctl $(DESTDIR)$(ZSHCOMPLETIONDIR)/_uploadctl
+	install -m 0644 contrib/completions/uploadctl.fish $(DESTDIR)$(FISHCOMPLETIONDIR)/uploadctl.fish
 	@echo "installed; now: systemctl --user daemon-reload && systemctl --user enable --now uploadd.socket"
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/uploadd $(DESTDIR)$(BINDIR)/uploadctl $(DESTDIR)$(BINDIR)/uploadd-image
 	rm -f $(DESTDIR)$(USERUNITDIR)/uploadd.service $(DESTDIR)$(USERUNITDIR)/uploadd.socket
 	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(DESTDIR)$(MANDIR)/man1/uploadctl.1 $(DESTDIR)$(MANDIR)/man5/uploadd.conf.5 $(DESTDIR)$(MANDIR)/man8/uploadd.8
+	rm -f $(DESTDIR)$(BASHCOMPLETIONDIR)/uploadctl $(DESTDIR)$(ZSHCOMPLETIONDIR)/_uploadctl
+	rm -f $(DESTDIR)$(FISHCOMPLETIONDIR)/uploadctl.fish
 
 clean:
 	$(SWIFT) package clean

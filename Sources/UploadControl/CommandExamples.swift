@@ -51,7 +51,7 @@ enum CommandExamples {
         ],
         "status": [
             Example("Version, jobs per state, speed, paths, and what is wrong with the config", "uploadctl status"),
-            Example("Ask a daemon that listens on another socket", "uploadctl --socket /tmp/ud.sock status"),
+            Example("Ask a daemon that listens on another socket", "uploadctl --socket /tmp/ud/control.sock status"),
         ],
         "reload": [
             Example("Read uploadd.conf again after editing it", "uploadctl reload"),
@@ -103,7 +103,7 @@ enum CommandExamples {
         ],
         "top": [
             Example("Watch and steer the uploads live (? lists the keys)", "uploadctl top"),
-            Example("The same for a daemon on another socket", "uploadctl --socket /tmp/ud.sock top"),
+            Example("The same for a daemon on another socket", "uploadctl --socket /tmp/ud/control.sock top"),
         ],
         "delete": [
             Example("Remove job 7 and delete its file from the server", "uploadctl delete 7"),

@@ -45,7 +45,7 @@ struct DaemonOptions: Equatable {
           # Check the config after editing it, then apply it to the running daemon
           uploadd --check-config && uploadctl reload
           # Run in the foreground with debug logging, on a socket of its own
-          uploadd --socket /tmp/ud.sock --log-level debug
+          uploadd --socket /tmp/ud/control.sock --log-level debug
           # Try another config without touching the usual journal and cache
           uploadd --config ./test.conf --state-dir /tmp/ud-state --cache-dir /tmp/ud-cache
         """

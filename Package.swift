@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "uploadd", targets: ["uploadd"]),
         .executable(name: "uploadctl", targets: ["uploadctl"]),
         .executable(name: "uploadd-image", targets: ["uploadd-image"]),
+        // For Swift programs that hand their files to uploadd: a typed async client of the socket.
+        .library(name: "UploadClient", targets: ["UploadClient"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages.
@@ -29,9 +31,14 @@ let package = Package(
             name: "UploadDaemon",
             dependencies: ["UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"]
         ),
-        .target(name: "UploadControl", dependencies: ["UploadWire", "CShims", "CNcurses"]),
+        .target(name: "UploadClient", dependencies: ["UploadWire", "CShims"]),
+        .target(name: "UploadControl", dependencies: ["UploadClient", "UploadWire", "CShims", "CNcurses"]),
         .executableTarget(name: "uploadd", dependencies: ["UploadDaemon"]),
         .executableTarget(name: "uploadctl", dependencies: ["UploadControl"]),
+        // The client library's example, built with everything so that it cannot rot.
+        .executableTarget(
+            name: "uploadd-example-queue-folder", dependencies: ["UploadClient", "UploadWire"],
+            path: "contrib/examples/QueueFolder"),
         // The image helper uploadd starts for each image it prepares: libvips, out of the daemon's
         // process (libvips's API is variadic, so the work is in C).
         .target(name: "CImagePrep", dependencies: ["CVips", "CSeccomp"]),
@@ -43,7 +50,8 @@ let package = Package(
         .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire"]),
         .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadWire"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["UploadCore", "UploadWire", "UploadClient", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

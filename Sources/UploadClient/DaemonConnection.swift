@@ -8,8 +8,8 @@ import UploadWire
 ///
 /// Not thread-safe: one thread uses a connection at a time. Notifications that arrive while a call
 /// waits for its answer are kept, in order, for `nextNotification(until:)`.
-final class DaemonConnection {
-    let socketPath: String
+public final class DaemonConnection {
+    public let socketPath: String
     private let descriptor: Int32
     /// Answers can be far larger than the daemon's 1 MiB request limit (a list of every job).
     private var framer = LineFramer(maxLineLength: 1 << 30)
@@ -19,7 +19,7 @@ final class DaemonConnection {
     private var readBuffer = [UInt8](repeating: 0, count: 1 << 16)
 
     /// Connects to the Unix socket at `socketPath`. The corresponding C calls are `socket` and `connect`.
-    init(socketPath: String) throws(ControlClientError) {
+    public init(socketPath: String) throws(ControlClientError) {
         self.socketPath = socketPath
         let folder = (socketPath as NSString).deletingLastPathComponent
         if folder == SocketLocation.fallbackDirectory(), let problem = SocketLocation.problem(withFolder: folder) {
@@ -73,12 +73,12 @@ final class DaemonConnection {
     deinit { close(descriptor) }
 
     /// Sends one request and returns its result; throws the daemon's `RPCError` or a `ControlClientError`.
-    func call(_ method: ControlMethod, _ params: JSONValue = .object([:])) throws -> RPCResult {
+    public func call(_ method: ControlMethod, _ params: JSONValue = .object([:])) throws -> RPCResult {
         try callBatch([(method, params)])[0].get()
     }
 
     /// Sends one request with typed params and decodes its result.
-    func call<Params: Encodable, Answer: Decodable>(
+    public func call<Params: Encodable, Answer: Decodable>(
         _ method: ControlMethod, params: Params, as answer: Answer.Type
     ) throws -> Answer {
         let result = try call(method, JSONValue(encoding: params))
@@ -94,7 +94,8 @@ final class DaemonConnection {
     ///
     /// A batch that would exceed the daemon's line limit (`ControlProtocol.maxLineLength`) goes out as
     /// several batch lines instead of being refused whole.
-    func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<RPCResult, RPCError>] {
+    public func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<RPCResult, RPCError>]
+    {
         guard !calls.isEmpty else { return [] }
         let firstID = nextRequestID
         nextRequestID += calls.count
@@ -128,7 +129,7 @@ final class DaemonConnection {
     }
 
     /// Request lines, each within the daemon's limit unless a single request is longer on its own.
-    static func encodeLines(_ requests: ArraySlice<RPCRequest>) throws -> [[UInt8]] {
+    public static func encodeLines(_ requests: ArraySlice<RPCRequest>) throws -> [[UInt8]] {
         var line = Array(
             requests.count == 1
                 ? try JSONCoding.encoder.encode(requests.first!) : try JSONCoding.encoder.encode(Array(requests)))
@@ -142,7 +143,9 @@ final class DaemonConnection {
 
     /// The next notification, or nil when `deadline` passes first (nil waits for ever).
     /// Throws `connectionLost` when the daemon closes the connection.
-    func nextNotification(until deadline: ContinuousClock.Instant?) throws(ControlClientError) -> RPCNotification? {
+    public func nextNotification(until deadline: ContinuousClock.Instant?) throws(ControlClientError)
+        -> RPCNotification?
+    {
         if let queued = queuedNotifications.popFirst() { return queued }
         while let message = try readMessage(until: deadline) {
             if case .notification(let notification) = message { return notification }
@@ -151,7 +154,7 @@ final class DaemonConnection {
     }
 
     /// Hands over, and forgets, the notifications that arrived while calls waited for their answers.
-    func takeQueuedNotifications() -> [RPCNotification] {
+    public func takeQueuedNotifications() -> [RPCNotification] {
         defer { queuedNotifications = [] }
         return Array(queuedNotifications)
     }
@@ -224,7 +227,7 @@ final class DaemonConnection {
     }
 
     /// `poll`'s timeout: -1 for no deadline, else the milliseconds left, rounded up.
-    static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
+    public static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
         guard let deadline else { return -1 }
         let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
         if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }

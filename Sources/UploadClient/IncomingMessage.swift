@@ -2,35 +2,40 @@ import Foundation
 import UploadWire
 
 /// The daemon's answer to one request.
-struct RPCReply: Equatable, Sendable {
+public struct RPCReply: Equatable, Sendable {
     /// The request's id, or nil when the daemon could not tell which request it answers (a parse error).
-    var id: Int?
-    var outcome: Result<RPCResult, RPCError>
+    public var id: Int?
+    public var outcome: Result<RPCResult, RPCError>
+
+    public init(id: Int?, outcome: Result<RPCResult, RPCError>) {
+        self.id = id
+        self.outcome = outcome
+    }
 }
 
 /// A result as JSON text, decoded only into the type a command wants (or printed as it came):
 /// a list of 10,000 jobs never becomes a `JSONValue` tree.
-struct RPCResult: Equatable, Sendable {
-    var json: [UInt8]
+public struct RPCResult: Equatable, Sendable {
+    public var json: [UInt8]
 
-    init(json: [UInt8]) { self.json = json }
+    public init(json: [UInt8]) { self.json = json }
 
-    init(_ value: JSONValue) {
+    public init(_ value: JSONValue) {
         json = (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array("null".utf8)
     }
 
-    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try JSONCoding.decoder.decode(T.self, from: Data(json))
     }
 }
 
 /// One line from the daemon: answers (one, or a batch's array) or a notification.
-enum IncomingMessage: Sendable {
+public enum IncomingMessage: Sendable {
     case replies([RPCReply])
     case notification(RPCNotification)
 
     /// Reads one line. Anything that is not JSON-RPC from the daemon is `unexpectedAnswer`.
-    static func decode(line: [UInt8]) throws(ControlClientError) -> IncomingMessage {
+    public static func decode(line: [UInt8]) throws(ControlClientError) -> IncomingMessage {
         if let reply = resultReply(line) { return .replies([reply]) }
         let value: JSONValue
         do {

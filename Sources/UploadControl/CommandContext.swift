@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import UploadClient
 import UploadWire
 
 /// Where output goes. Commands write whole strings; each call is one write, so lines are never torn.

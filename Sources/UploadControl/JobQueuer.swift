@@ -1,4 +1,5 @@
 import Glibc
+import UploadClient
 import UploadWire
 
 /// Sends `add`'s files to the daemon as they are found, in requests of `batchSize`, so that a

@@ -1,3 +1,4 @@
+import UploadClient
 import UploadWire
 
 /// What is known of a set of jobs being waited for: their latest state, and which are not done.

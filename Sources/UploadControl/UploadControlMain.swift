@@ -1,4 +1,5 @@
 import Foundation
+import UploadClient
 import UploadWire
 
 /// uploadctl's entry point, kept out of `main.swift` so that it can be tested.

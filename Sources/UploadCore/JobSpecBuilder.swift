@@ -80,7 +80,8 @@ public enum JobSpecBuilder {
         var total = 0
         for (key, value) in metadata {
             guard (1...limits.keyBytes).contains(key.utf8.count) else {
-                throw RPCError.invalidParams("metadata keys are 1 to \(limits.keyBytes) bytes; '\(key.prefix(80))' is not")
+                throw RPCError.invalidParams(
+                    "metadata keys are 1 to \(limits.keyBytes) bytes; '\(key.prefix(80))' is not")
             }
             guard value.utf8.count <= limits.valueBytes else {
                 throw RPCError.invalidParams("metadata['\(key)'] is over \(limits.valueBytes) bytes")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UploadClient
 import UploadWire
 
 @testable import UploadControl

@@ -1,6 +1,7 @@
 import CNcurses
 import Foundation
 import Glibc
+import UploadClient
 import UploadWire
 
 /// `uploadctl top`: the upload list, live, in the manner of htop. One connection follows the

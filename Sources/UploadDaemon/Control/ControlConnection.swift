@@ -21,9 +21,10 @@ final class ControlConnection {
     static let maxOutput = 16 << 20
     /// A subscriber this far behind gets `events.overflow` instead of more events, and is closed.
     static let maxEventBacklog = 4 << 20
-    private static let overflowLine = Array(
-        #"{"jsonrpc":"2.0","method":"events.overflow","params":{"message":"more than 4 MiB of events unread: no more are sent and the connection closes; subscribe again with snapshot"}}"#
-            .utf8) + [UInt8(ascii: "\n")]
+    private static let overflowLine =
+        Array(
+            #"{"jsonrpc":"2.0","method":"events.overflow","params":{"message":"more than 4 MiB of events unread: no more are sent and the connection closes; subscribe again with snapshot"}}"#
+                .utf8) + [UInt8(ascii: "\n")]
 
     let fd: Int32
     private let queue: DispatchQueue

@@ -224,7 +224,8 @@ struct ControlHandler: Sendable {
         case .subscribe:
             let subscribe = try SubscribeParams.decode(from: params)
             if let kinds = subscribe.kinds, kinds.contains(.overflow) {
-                throw RPCError.invalidParams("kinds are job.state, job.progress and job.removed; events.overflow always comes")
+                throw RPCError.invalidParams(
+                    "kinds are job.state, job.progress and job.removed; events.overflow always comes")
             }
             events.subscribe(
                 client.key,

@@ -135,7 +135,8 @@ extension Scheduler {
             ("UPLOAD_DESTINATION", Redaction.redactURL(job.spec.destination)),
             ("UPLOAD_URL", job.result?.url ?? ""), ("UPLOAD_STATE", job.state.rawValue),
             ("UPLOAD_ERROR", job.error?.message ?? ""), ("UPLOAD_BATCH", job.spec.batch?.description ?? ""),
-            ("UPLOAD_CLIENT_TOKEN", job.spec.clientToken ?? ""), ("UPLOAD_METADATA", Self.metadataJSON(job.spec.metadata)),
+            ("UPLOAD_CLIENT_TOKEN", job.spec.clientToken ?? ""),
+            ("UPLOAD_METADATA", Self.metadataJSON(job.spec.metadata)),
         ]
         // NUL cannot travel in an environment; nothing a user names contains one, but be sure.
         variables += upload.map { "\($0.0)=\($0.1.replacingOccurrences(of: "\0", with: ""))" }

@@ -1,0 +1,296 @@
+import Dispatch
+import Foundation
+import Synchronization
+import UploadWire
+
+/// A typed, async client of uploadd's control socket, for Swift programs that hand their files to
+/// the daemon (the protocol is in contrib/PROTOCOL.md).
+///
+/// ```swift
+/// let client = try UploaddClient()
+/// let job = try await client.add(AddParams(source: "/home/me/a.jpg", destination: "nas:2026/"))
+/// for try await event in client.events(SubscribeParams(ids: [job.id])) { print(event) }
+/// ```
+///
+/// Requests go one at a time over one connection, on a queue of the client's own (the socket
+/// calls block); `events` opens a connection of its own. The socket is found as uploadctl finds
+/// it (`SocketLocation`), and only the user's own daemon (or root's) is talked to.
+public final class UploaddClient: Sendable {
+    public let socketPath: String
+    private let queue = DispatchQueue(label: "uploadd-client")
+    /// The connection, used only on `queue` (so never by two threads at once).
+    private nonisolated(unsafe) var connection: DaemonConnection?
+
+    /// - Parameters:
+    ///   - socketPath: the daemon's socket; nil: `$UPLOADD_SOCKET`, `$XDG_RUNTIME_DIR/uploadd/`,
+    ///     else `/tmp/uploadd-UID/`, as uploadctl resolves it.
+    public init(socketPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.socketPath = SocketLocation.resolve(option: socketPath, environment: environment)
+    }
+
+    // MARK: - Calls
+
+    /// Sends one request and decodes its result; throws the daemon's `RPCError` or a
+    /// `ControlClientError` (not running, connection lost).
+    public func call<Params: Encodable & Sendable, Answer: Decodable & Sendable>(
+        _ method: ControlMethod, _ params: Params, as answer: Answer.Type
+    ) async throws -> Answer {
+        try await onQueue { connection in try connection.call(method, params: params, as: answer) }
+    }
+
+    /// Sends several requests as one JSON-RPC batch; each gets its own outcome.
+    public func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) async throws -> [Result<
+        RPCResult, RPCError
+    >] {
+        let sendable = calls.map { SendableCall(method: $0.method, params: $0.params) }
+        return try await onQueue { connection in
+            try connection.callBatch(sendable.map { (method: $0.method, params: $0.params) })
+        }
+    }
+
+    public func hello() async throws -> HelloInfo { try await call(.hello, NoParams(), as: HelloInfo.self) }
+    public func status() async throws -> DaemonStatus { try await call(.status, NoParams(), as: DaemonStatus.self) }
+    public func reload() async throws -> ReloadResult { try await call(.reload, NoParams(), as: ReloadResult.self) }
+    public func limit(_ params: LimitParams) async throws -> LimitResult {
+        try await call(.limit, params, as: LimitResult.self)
+    }
+    public func remotes() async throws -> [RemoteInfo] {
+        try await call(.remotes, NoParams(), as: RemoteList.self).remotes
+    }
+    public func testRemote(named name: String) async throws -> RemoteTestResult {
+        try await call(.testRemote, RemoteParams(name: name), as: RemoteTestResult.self)
+    }
+
+    public func add(_ params: AddParams) async throws -> JobInfo { try await call(.add, params, as: JobInfo.self) }
+
+    /// Adds many files in batches of `chunk` requests, as one batch of jobs (the first job starts
+    /// it, the others join it): the added jobs, and for each file that was not added, why.
+    public func add(_ files: [AddParams], chunk: Int = 500) async throws -> (jobs: [JobInfo], errors: [JobFailure]) {
+        var jobs: [JobInfo] = []
+        var errors: [JobFailure] = []
+        var batch: JobID?
+        var rest = files[...]
+        while !rest.isEmpty {
+            let take = batch == nil ? 1 : chunk
+            let slice = rest.prefix(take).map { params in
+                var params = params
+                if let batch { params.batch = batch } else { params.newBatch = true }
+                return params
+            }
+            rest = rest.dropFirst(take)
+            let outcomes = try await callBatch(
+                try slice.map { (method: ControlMethod.add, params: try JSONValue(encoding: $0)) })
+            for (params, outcome) in zip(slice, outcomes) {
+                switch outcome {
+                case .success(let result):
+                    let job = try result.decode(JobInfo.self)
+                    batch = batch ?? job.batch ?? job.id
+                    jobs.append(job)
+                case .failure(let error):
+                    errors.append(JobFailure(source: params.source, error: error))
+                }
+            }
+        }
+        return (jobs, errors)
+    }
+
+    public func get(_ id: JobID) async throws -> JobInfo {
+        try await call(.get, JobSelection(id: id), as: JobInfo.self)
+    }
+    public func list(_ params: ListParams = ListParams()) async throws -> [JobInfo] {
+        try await call(.list, params, as: JobList.self).jobs
+    }
+    public func pause(_ selection: JobSelection) async throws -> JobList { try await act(.pause, selection) }
+    public func resume(_ selection: JobSelection) async throws -> JobList { try await act(.resume, selection) }
+    public func retry(_ selection: JobSelection) async throws -> JobList { try await act(.retry, selection) }
+    public func cancel(_ selection: JobSelection) async throws -> JobList { try await act(.cancel, selection) }
+    public func remove(_ selection: JobSelection) async throws -> JobList { try await act(.remove, selection) }
+    public func delete(_ selection: JobSelection) async throws -> JobList { try await act(.delete, selection) }
+    public func setPriority(_ id: JobID, to priority: Int) async throws -> JobInfo {
+        try await call(.priority, PriorityParams(id: id, priority: priority), as: JobInfo.self)
+    }
+    public func move(_ params: MoveParams) async throws -> JobInfo { try await call(.move, params, as: JobInfo.self) }
+    public func clear() async throws -> [JobInfo] { try await call(.clear, NoParams(), as: JobList.self).jobs }
+
+    /// A verb on jobs: always answered as a list (with `errors` for the jobs it could not act on),
+    /// whether one job or many were named.
+    private func act(_ method: ControlMethod, _ selection: JobSelection) async throws -> JobList {
+        var selection = selection
+        if selection.isSingle, let id = selection.id { selection = JobSelection(ids: [id]) }
+        return try await call(method, selection, as: JobList.self)
+    }
+
+    // MARK: - Events
+
+    /// What `events` yields.
+    public enum Event: Sendable, Equatable {
+        /// A job changed (any transition or change), or, with `snapshot`, its state when the
+        /// subscription began.
+        case state(JobInfo)
+        case progress(JobProgressEvent)
+        case removed(JobID)
+    }
+
+    /// The daemon's events, on a connection of their own, until the task iterating them is
+    /// cancelled or the daemon goes. Views older than one already yielded for the same job (by
+    /// `revision`) are dropped, so a consumer never goes back in time. With `snapshot`, the jobs
+    /// the filters match come first. Ends with `SubscriptionOverflow` if the daemon dropped us for
+    /// reading too slowly: subscribe again with `snapshot`.
+    public func events(_ params: SubscribeParams = SubscribeParams()) -> AsyncThrowingStream<Event, any Error> {
+        let socketPath = self.socketPath
+        return AsyncThrowingStream { continuation in
+            let reader = EventReader(socketPath: socketPath, params: params, continuation: continuation)
+            continuation.onTermination = { _ in reader.stop() }
+            reader.start()
+        }
+    }
+
+    /// Waits until every job named has ended (completed, failed, canceled, or removed) and returns
+    /// their last views; throws `CancellationError` past `timeout`.
+    public func wait(for ids: [JobID], timeout: Duration? = nil) async throws -> [JobInfo] {
+        try await withThrowingTaskGroup(of: [JobInfo]?.self) { group in
+            group.addTask { try await self.waitWithoutTimeout(ids) }
+            if let timeout {
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let jobs = first else { throw CancellationError() }
+            return jobs
+        }
+    }
+
+    private func waitWithoutTimeout(_ ids: [JobID]) async throws -> [JobInfo] {
+        var pending = Set(ids)
+        var last: [JobID: JobInfo] = [:]
+        guard !pending.isEmpty else { return [] }
+        for try await event in events(SubscribeParams(ids: ids, kinds: [.state, .removed], snapshot: true)) {
+            switch event {
+            case .state(let job):
+                last[job.id] = job
+                if job.state.isTerminal { pending.remove(job.id) }
+            case .removed(let id):
+                pending.remove(id)
+            case .progress:
+                break
+            }
+            if pending.isEmpty { break }
+        }
+        return ids.compactMap { last[$0] }
+    }
+
+    // MARK: - The queue
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable (DaemonConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                do {
+                    let connection = try self.connection ?? DaemonConnection(socketPath: self.socketPath)
+                    self.connection = connection
+                    do {
+                        continuation.resume(returning: try body(connection))
+                    } catch let error as ControlClientError {
+                        self.connection = nil  // lost: the next call connects again
+                        continuation.resume(throwing: error)
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+/// The daemon stopped sending events to a subscriber that read too slowly (`events.overflow`).
+public struct SubscriptionOverflow: Error, Sendable, Equatable {
+    public var message: String
+}
+
+private struct SendableCall: Sendable {
+    var method: ControlMethod
+    var params: JSONValue
+}
+
+/// Reads one subscription on a thread of its own (the socket calls block).
+private final class EventReader: Sendable {
+    let socketPath: String
+    let params: SubscribeParams
+    let continuation: AsyncThrowingStream<UploaddClient.Event, any Error>.Continuation
+    private let stopped = Mutex(false)
+
+    init(
+        socketPath: String, params: SubscribeParams,
+        continuation: AsyncThrowingStream<UploaddClient.Event, any Error>.Continuation
+    ) {
+        self.socketPath = socketPath
+        self.params = params
+        self.continuation = continuation
+    }
+
+    func stop() { stopped.withLock { $0 = true } }
+    private var isStopped: Bool { stopped.withLock { $0 } }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "uploadd-client-events"
+        thread.start()
+    }
+
+    private func run() {
+        var newest: [JobID: UInt64] = [:]
+        /// Yields a view unless a newer one of the same job was yielded already.
+        func yield(_ event: UploaddClient.Event, id: JobID, revision: UInt64) {
+            if let seen = newest[id], revision < seen { return }
+            newest[id] = revision
+            continuation.yield(event)
+        }
+        do {
+            let connection = try DaemonConnection(socketPath: socketPath)
+            let answer = try connection.call(.subscribe, params: params, as: SnapshotAnswer.self)
+            // Events that came with the answer are older or newer than the snapshot: revisions sort it out.
+            for job in answer.jobs ?? [] { yield(.state(job), id: job.id, revision: job.revision) }
+            var queued = connection.takeQueuedNotifications()[...]
+            while !isStopped {
+                let notification: RPCNotification
+                if let next = queued.popFirst() {
+                    notification = next
+                } else {
+                    // Woken every half second to notice a cancelled consumer.
+                    guard let next = try connection.nextNotification(until: .now + .milliseconds(500)) else { continue }
+                    notification = next
+                }
+                switch ControlEvent(rawValue: notification.method) {
+                case .state:
+                    let job = try notification.params.decode(JobInfo.self)
+                    yield(.state(job), id: job.id, revision: job.revision)
+                case .progress:
+                    let progress = try notification.params.decode(JobProgressEvent.self)
+                    yield(.progress(progress), id: progress.id, revision: progress.revision)
+                case .removed:
+                    let removed = try notification.params.decode(JobSelection.self)
+                    if let id = removed.id { continuation.yield(.removed(id)) }
+                case .overflow:
+                    let message: String
+                    if case .string(let text)? = notification.params.objectValue?["message"] {
+                        message = text
+                    } else {
+                        message = "too many unread events"
+                    }
+                    continuation.finish(throwing: SubscriptionOverflow(message: message))
+                    return
+                case nil:
+                    continue  // an event a newer daemon added: ignored, as the protocol says
+                }
+            }
+            continuation.finish()
+        } catch {
+            continuation.finish(throwing: error)
+        }
+    }
+
+    private struct SnapshotAnswer: Decodable {
+        var jobs: [JobInfo]?
+    }
+}

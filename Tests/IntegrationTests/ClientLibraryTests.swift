@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+import UploadClient
+import UploadCore
+import UploadWire
+
+/// The Swift client library (`UploadClient`) and the events other apps rely on, against a real
+/// daemon: typed calls, events in revision order, idempotent adds across a restart, metadata, a
+/// subscriber too slow to keep, and a subscription resumed without a gap.
+@Suite(.serialized)
+final class ClientLibraryTests {
+    let files: URL
+    let out: URL
+
+    init() throws {
+        files = try TestPaths.scratch("client-files")
+        out = try TestPaths.scratch("client-out")
+    }
+
+    func makeFiles(_ count: Int, in folder: String) throws -> [String] {
+        let directory = files.appendingPathComponent(folder)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return try (0..<count).map { index in
+            let path = directory.appendingPathComponent("f\(index).txt").path
+            try Data("file \(index)\n".utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+    }
+
+    func params(_ paths: [String], snapshot: SnapshotMode? = nil) -> [AddParams] {
+        paths.map { path in
+            var params = AddParams(source: path, destination: out.absoluteString + "/")
+            params.snapshot = snapshot
+            return params
+        }
+    }
+
+    @Test func typedCallsEventsAndWait() async throws {
+        let daemon = try DaemonProcess(name: "client-basics")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        let hello = try await client.hello()
+        #expect(hello.capabilities?.contains("events.snapshot") == true && hello.preparationSteps == ["image"])
+
+        let (jobs, errors) = try await client.add(params(try makeFiles(20, in: "basics") + ["/no/such/file"]))
+        #expect(jobs.count == 20 && errors.count == 1 && errors[0].code == RPCError.sourceErrorCode)
+        let batch = try #require(jobs.first?.batch)
+        #expect(jobs.allSatisfy { $0.batch == batch })
+        let ended = try await client.wait(for: jobs.map(\.id), timeout: .seconds(60))
+        #expect(ended.count == 20 && ended.allSatisfy { $0.state == .completed })
+        #expect(try await client.list(ListParams(batch: batch)).count == 20)
+        let one = try await client.get(jobs[0].id)
+        #expect(one.history?.isEmpty == false && one.revision >= 3, "added, started, completed: \(one.revision)")
+        await #expect(throws: RPCError.self) { try await client.get(JobID(999_999)) }
+
+        var seen: [UploaddClient.Event] = []
+        for try await event in client.events(SubscribeParams(ids: [jobs[0].id], snapshot: true)) {
+            seen.append(event)
+            break
+        }
+        #expect(seen == [.state(try await client.get(jobs[0].id).withoutHistory)])
+    }
+
+    @Test func aClientTokenGivesTheSameJobAcrossARestartAndMetadataComesBack() async throws {
+        let daemon = try DaemonProcess(name: "client-token")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        var params = params(try makeFiles(1, in: "token"))[0]
+        params.clientToken = "photos-app:IMG_0001"
+        params.metadata = ["album": "Trip", "rating": "5"]
+        let first = try await client.add(params)
+        #expect(first.clientToken == "photos-app:IMG_0001" && first.metadata == ["album": "Trip", "rating": "5"])
+        daemon.crash()
+        try daemon.start()
+        let again = try await UploaddClient(socketPath: daemon.socket).add(params)
+        #expect(again.id == first.id, "the same token after a kill -9 gives back the same job")
+        #expect(try await UploaddClient(socketPath: daemon.socket).list().count == 1)
+
+        params.clientToken = nil
+        params.metadata = Dictionary(uniqueKeysWithValues: (0..<33).map { ("k\($0)", "v") })
+        let refused = await #expect(throws: RPCError.self) {
+            try await UploaddClient(socketPath: daemon.socket).add(params)
+        }
+        #expect(refused?.code == RPCError.invalidParamsCode && refused?.message.contains("at most 32") == true)
+    }
+
+    /// A subscriber that never reads is cut off with `events.overflow`; another one, reading, gets
+    /// every change of every job, in revision order, and the daemon stays responsive.
+    @Test func aSlowSubscriberIsDroppedWhileAFastOneGetsEveryEventInOrder() async throws {
+        let daemon = try DaemonProcess(name: "client-slow", config: "[daemon]\ntransfers = 8\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let slow = try RawSubscriber(socket: daemon.socket)
+        let client = UploaddClient(socketPath: daemon.socket)
+        let fast = Task { () -> [JobID: [UInt64]] in
+            var revisions: [JobID: [UInt64]] = [:]
+            var completed = 0
+            for try await event in client.events(SubscribeParams(kinds: [.state])) {
+                guard case .state(let job) = event else { continue }
+                revisions[job.id, default: []].append(job.revision)
+                if job.state == .completed { completed += 1 }
+                if completed == 4000 { break }
+            }
+            return revisions
+        }
+        try await Task.sleep(for: .milliseconds(300))  // both subscribed
+        let (jobs, errors) = try await client.add(params(try makeFiles(4000, in: "slow"), snapshot: SnapshotMode.none))
+        #expect(jobs.count == 4000 && errors.isEmpty)
+        let revisions = try await fast.value
+        #expect(revisions.count == 4000)
+        #expect(
+            revisions.values.allSatisfy { $0 == $0.sorted() && Set($0).count == $0.count },
+            "each job's events in revision order")
+        #expect(try await client.status().jobs["completed"] == 4000)
+
+        let received = slow.readAll()
+        let lines = received.split(separator: UInt8(ascii: "\n"))
+        let last = String(decoding: lines.last ?? [], as: UTF8.self)
+        #expect(last.contains("\"method\":\"events.overflow\""), "the last line: \(last.prefix(300))")
+        #expect(received.count > 4 << 20 && received.count < 8 << 20, "\(received.count) bytes before the cut")
+        #expect(daemon.log(tail: 100_000).contains("more than 4 MiB of events behind"))
+    }
+
+    /// An app that loses its connection subscribes again with `snapshot` and ends up knowing the
+    /// final state of every job, though they kept changing while it was away.
+    @Test func aResumedSubscriptionMissesNothing() async throws {
+        let daemon = try DaemonProcess(name: "client-resume", config: "[daemon]\ntransfers = 2\nrate_limit = 200K\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        let paths = try (0..<12).map { index -> String in
+            let path = files.appendingPathComponent("resume-\(index).bin").path
+            try makeRandomFile(at: path, size: 100_000)
+            return path
+        }
+        // Over HTTP, where rate_limit holds them back: they are still changing while the app is away.
+        let nginx = try TestServers.load().nginxURL
+        let (jobs, _) = try await client.add(
+            paths.map { AddParams(source: $0, destination: "\(nginx)/dav/client-resume/") })
+        #expect(jobs.count == 12)
+        let batch = try #require(jobs.first?.batch)
+        var known: [JobID: JobInfo] = [:]
+        // Away after the first few events, while the jobs go on.
+        for try await event in client.events(SubscribeParams(batch: batch, snapshot: true)) {
+            if case .state(let job) = event { known[job.id] = job }
+            if known.count >= 3 { break }
+        }
+        try await Task.sleep(for: .seconds(1))
+        let changedMeanwhile = try await client.list(ListParams(batch: batch)).contains { job in
+            job.revision > known[job.id]?.revision ?? 0
+        }
+        #expect(changedMeanwhile, "the jobs changed while the app was away")
+        for try await event in client.events(SubscribeParams(batch: batch, snapshot: true)) {
+            if case .state(let job) = event, job.revision >= known[job.id]?.revision ?? 0 { known[job.id] = job }
+            if known.count == 12 && known.values.allSatisfy({ $0.state == .completed }) { break }
+        }
+        #expect(known.count == 12 && known.values.allSatisfy { $0.state == .completed })
+    }
+}
+
+extension JobInfo {
+    /// As events and lists show it: without the history `job.get` adds.
+    var withoutHistory: JobInfo {
+        var job = self
+        job.history = nil
+        return job
+    }
+}
+
+/// A subscriber on a raw socket that reads nothing until asked.
+final class RawSubscriber {
+    let fd: Int32
+
+    init(socket path: String) throws {
+        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
+        let request = Array("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n".utf8)
+        _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    deinit { close(fd) }
+
+    /// Everything until the daemon closes the connection (or 30 s pass).
+    func readAll() -> [UInt8] {
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { return received }
+            received += buffer[..<count]
+        }
+    }
+}

@@ -62,7 +62,8 @@ struct JournalFormatTests {
             // (failingSince, then format 4's prepared file and rank, nil in these records, and
             // hookPending and revision, whose absence reads as false and 0).
             if case .job(let job) = record {
-                laterFields = (job.failingSince == nil ? 1 : 9) + 2 + (job.revision == 0 ? (job.hookPending ? 1 : 2) : 0)
+                laterFields =
+                    (job.failingSince == nil ? 1 : 9) + 2 + (job.revision == 0 ? (job.hookPending ? 1 : 2) : 0)
             }
             for length in 0..<(payload.count - laterFields) {
                 let decoded = payload[..<length].withUnsafeBytes { bytes in

@@ -39,7 +39,7 @@ struct HookSettingsTests {
         #expect(config.hooks.timeout == .seconds(5))
         #expect(config.notify == .all)
         #expect(config.remotes["nas"]?.onComplete?.arguments == ["/usr/local/bin/index-photos"])
-        #expect(DaemonConfig().notify == .failures)
+        #expect(DaemonConfig().notify == .all)
 
         var job = Job(id: JobID(1), spec: JobSpec(source: "/a", destination: "nas:x/"), createdAt: Date())
         job.state = .completed

@@ -74,8 +74,9 @@ struct DaemonConfig: Sendable, Equatable {
     var remotes: [String: RemoteConfig] = [:]
     /// Commands run when a job ends (`on_complete`, `on_failure`), and how long they may take.
     var hooks = HookSettings()
-    /// Which endings show a desktop notification, one per batch.
-    var notify = NotifyPolicy.failures
+    /// Which endings show a desktop notification, one per batch: by default every batch's end,
+    /// so that `uploadctl add ~/Videos --to nas:` says when it is done.
+    var notify = NotifyPolicy.all
     /// Problems that did not stop the config from loading (unknown keys), for status and the log.
     var warnings: [String] = []
 

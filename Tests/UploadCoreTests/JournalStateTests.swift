@@ -57,6 +57,27 @@ struct JournalStateTests {
         #expect(state.unfinishedInBatch == [JobID(1): 1])
     }
 
+    @Test func revisionsGrowWithEveryRecordAndSurviveCompaction() {
+        let live = Self.replay([
+            .job(Fixtures.job(1)),
+            .job(Fixtures.job(1, state: .running)),
+            .progress(JobProgress(id: JobID(1), bytesAcked: 5, checkpoint: nil)),
+            .job(Fixtures.job(2)),
+        ])
+        #expect(live.jobs[JobID(1)]?.revision == 3 && live.jobs[JobID(2)]?.revision == 1)
+        // A record written from memory carries the revision before its change; replay gives the same.
+        var next = live.jobs[JobID(1)]!
+        next.state = .completed
+        var state = live
+        state.apply(.job(next))
+        #expect(state.jobs[JobID(1)]?.revision == 4)
+        let compacted = Self.replay(state.compactedRecords())
+        #expect(compacted.jobs[JobID(1)]?.revision == 4 && compacted.jobs[JobID(2)]?.revision == 1)
+        var after = compacted
+        after.apply(.job(compacted.jobs[JobID(1)]!))
+        #expect(after.jobs[JobID(1)]?.revision == 5, "it keeps growing after a restart")
+    }
+
     @Test func progressForAnUnknownJobIsIgnored() {
         let state = Self.replay([.progress(JobProgress(id: JobID(5), bytesAcked: 1, checkpoint: nil))])
         #expect(state.jobs.isEmpty)

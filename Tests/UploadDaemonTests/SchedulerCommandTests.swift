@@ -158,6 +158,35 @@ struct SchedulerCommandTests {
         await harness.stop()
     }
 
+    @Test func everyEventCarriesARevisionThatGrowsAndFiltersNarrowWhatIsSent() async throws {
+        let harness = try await SchedulerHarness()
+        let revisions = Mutex<[UInt64]>([])
+        let kinds = Mutex<Set<String>>([])
+        harness.events.subscribe(
+            ObjectIdentifier(harness),
+            EventHub.Subscriber(ids: nil, batch: nil, kinds: [.state]) { line in
+                guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
+                    case .number(let revision)? = note.params.objectValue?["revision"]
+                else { return }
+                kinds.withLock { _ = $0.insert(note.method) }
+                revisions.withLock { $0.append(UInt64(revision)) }
+            })
+        let id = try await harness.add("r.bin")
+        #expect(await harness.wait(id, .completed))
+        #expect(await eventually { revisions.withLock { $0.count } >= 3 })
+        let seen = revisions.withLock { $0 }
+        #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(seen)")
+        #expect(kinds.withLock { $0 } == ["job.state"])
+        let job = try #require(await harness.job(id))
+        #expect(job.revision == seen.last, "the stored revision is the one last announced")
+
+        let subscriber = EventHub.Subscriber(ids: [JobID(7)], batch: JobID(5), kinds: nil) { _ in }
+        #expect(subscriber.wants(.progress, id: JobID(7), batch: JobID(5)))
+        #expect(!subscriber.wants(.state, id: JobID(8), batch: JobID(5)))
+        #expect(!subscriber.wants(.state, id: JobID(7), batch: nil))
+        await harness.stop()
+    }
+
     @Test func jobsComeBackAfterARestart() async throws {
         let fake = FakeTransfer()
         fake.script("paused", [.hold])

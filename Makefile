@@ -99,6 +99,8 @@ test-steps: test-deps
 	# The Python test tools' own tests: the reference receiver, the lossy file system.
 	$(call python_tests,python3 -m unittest -v contrib/receiver/test_receiver.py,receiver)
 	$(call python_tests,python3 contrib/test/test_lossyfs.py -v,lossyfs)
+	# For integrating apps: the Python client's tests, against real daemons (.build/debug).
+	$(call python_tests,python3 contrib/python/test_uploadd_client.py -v,python-client)
 	$(SERVERS) start
 	($(call swift_tests,'$(INTEGRATION_TESTS)',integration-tests)); status=$$?; $(SERVERS) stop; exit $$status
 	# The benchmark suite at tiny sizes (a release build, every peer, ~30 s): it must keep running,

@@ -85,7 +85,7 @@ struct JobInfoTests {
         let event = JobProgressEvent(id: JobID(2), bytesTotal: 10, bytesSent: 5, bytesAcked: 4, speed: 1, eta: nil)
         let json = try #require(
             try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(event)) as? [String: Any])
-        #expect(Set(json.keys) == ["id", "bytes_total", "bytes_sent", "bytes_acked", "speed", "revision"])
+        #expect(Set(json.keys) == ["id", "bytes_total", "bytes_sent", "bytes_acked", "speed", "eta", "revision"])
     }
 
     @Test func decodesWhatItEncodes() throws {

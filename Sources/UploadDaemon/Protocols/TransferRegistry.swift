@@ -1,3 +1,4 @@
+import Synchronization
 import UploadCore
 import UploadWire
 
@@ -39,13 +40,34 @@ enum TransferRegistry {
 
     /// Asks the server which protocol to use: the first probe that recognizes it, else `fallback`;
     /// with what the server answered, for the job's history.
+    /// An answer is reused for the same URL for `answerLifetime`: a folder of 5,000 files asks the
+    /// server once, not 5,000 times.
     static func resolveAuto(http: any HTTPSending, target: ResolvedTarget) async throws -> (UploadProtocol, String) {
+        let now = ContinuousClock.now
+        if let recent = recentAnswers.withLock({ $0[target.url] }), now - recent.at < answerLifetime {
+            return (recent.chosen, recent.why + " (asked for an earlier file)")
+        }
         var answers: [String] = []
+        var chosen = fallback
         for (uploadProtocol, probe) in probes {
             let (speaks, answered) = try await probe(http, target)
-            if speaks { return (uploadProtocol, "\(answered): uploading with \(uploadProtocol.rawValue)") }
             answers.append(answered)
+            if speaks {
+                chosen = uploadProtocol
+                break
+            }
         }
-        return (fallback, "\(answers.joined(separator: "; ")): uploading with \(fallback.rawValue)")
+        let why = "\(answers.joined(separator: "; ")): uploading with \(chosen.rawValue)"
+        recentAnswers.withLock { answers in
+            if answers.count >= 1000 { answers.removeAll() }  // a bound, not an LRU: answers are cheap to get again
+            answers[target.url] = (chosen, why, now)
+        }
+        return (chosen, why)
     }
+
+    static let answerLifetime: Duration = .seconds(300)
+    private static let recentAnswers = Mutex<
+        [String: (chosen: UploadProtocol, why: String, at: ContinuousClock.Instant)]
+    >(
+        [:])
 }

@@ -309,5 +309,10 @@ struct TransferRegistryTests {
         await #expect(throws: TransferFailure.self) {
             try await TransferRegistry.resolveAuto(http: unreachable, target: target)
         }
+        // Remembered: the same URL is asked once.
+        let answers = ProbeAnswers()
+        _ = try await TransferRegistry.resolveAuto(http: tus, target: target, remembering: answers)
+        let (again, said) = try await TransferRegistry.resolveAuto(http: plain, target: target, remembering: answers)
+        #expect(again == .tus && said.hasSuffix("(asked for an earlier file)"))
     }
 }

@@ -40,11 +40,12 @@ enum TransferRegistry {
 
     /// Asks the server which protocol to use: the first probe that recognizes it, else `fallback`;
     /// with what the server answered, for the job's history.
-    /// An answer is reused for the same URL for `answerLifetime`: a folder of 5,000 files asks the
-    /// server once, not 5,000 times.
-    static func resolveAuto(http: any HTTPSending, target: ResolvedTarget) async throws -> (UploadProtocol, String) {
-        let now = ContinuousClock.now
-        if let recent = recentAnswers.withLock({ $0[target.url] }), now - recent.at < answerLifetime {
+    /// With `remembering`, an answer is reused for the same URL for a while: a folder of 5,000
+    /// files asks the server once, not 5,000 times.
+    static func resolveAuto(http: any HTTPSending, target: ResolvedTarget, remembering: ProbeAnswers? = nil)
+        async throws -> (UploadProtocol, String)
+    {
+        if let recent = remembering?.recent(for: target.url) {
             return (recent.chosen, recent.why + " (asked for an earlier file)")
         }
         var answers: [String] = []
@@ -58,16 +59,27 @@ enum TransferRegistry {
             }
         }
         let why = "\(answers.joined(separator: "; ")): uploading with \(chosen.rawValue)"
-        recentAnswers.withLock { answers in
-            if answers.count >= 1000 { answers.removeAll() }  // a bound, not an LRU: answers are cheap to get again
-            answers[target.url] = (chosen, why, now)
-        }
+        remembering?.remember(chosen, why: why, for: target.url)
         return (chosen, why)
     }
+}
 
-    static let answerLifetime: Duration = .seconds(300)
-    private static let recentAnswers = Mutex<
-        [String: (chosen: UploadProtocol, why: String, at: ContinuousClock.Instant)]
-    >(
-        [:])
+/// What `auto`'s probes found per URL, for five minutes (the scheduler keeps one).
+final class ProbeAnswers: Sendable {
+    static let lifetime: Duration = .seconds(300)
+    private let answers = Mutex<[String: (chosen: UploadProtocol, why: String, at: ContinuousClock.Instant)]>([:])
+
+    func recent(for url: String) -> (chosen: UploadProtocol, why: String)? {
+        guard let answer = answers.withLock({ $0[url] }), ContinuousClock.now - answer.at < Self.lifetime else {
+            return nil
+        }
+        return (answer.chosen, answer.why)
+    }
+
+    func remember(_ chosen: UploadProtocol, why: String, for url: String) {
+        answers.withLock { answers in
+            if answers.count >= 1000 { answers.removeAll() }  // a bound, not an LRU: answers are cheap to get again
+            answers[url] = (chosen, why, .now)
+        }
+    }
 }

@@ -84,7 +84,8 @@ extension Scheduler {
                 return .noNetwork(reason)
             }
             if target.needsProbe {
-                let (chosen, why) = try await TransferRegistry.resolveAuto(http: http, target: target)
+                let (chosen, why) = try await TransferRegistry.resolveAuto(
+                    http: http, target: target, remembering: scheduler.probeAnswers)
                 target.settle(chosen)
                 await scheduler.protocolResolved(id, target.uploadProtocol, why)
             }

@@ -72,6 +72,8 @@ actor Scheduler {
     /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
     var batchAnnouncements: [JobID: Task<Void, Never>] = [:]
     var notificationsShown = 0
+    /// What `auto` learnt of http destinations: asked once per URL, not once per file.
+    nonisolated let probeAnswers = ProbeAnswers()
     private var retryTimer: Task<Void, Never>?
     private var retryTimerDeadline: Date?
     private var ticker: Task<Void, Never>?

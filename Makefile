@@ -101,6 +101,8 @@ test-steps: test-deps
 	$(call python_tests,python3 contrib/test/test_lossyfs.py -v,lossyfs)
 	# For integrating apps: the Python client's tests, against real daemons (.build/debug).
 	$(call python_tests,python3 contrib/python/test_uploadd_client.py -v,python-client)
+	# Every example of contrib/PROTOCOL.md, replayed against real daemons: the reference cannot drift.
+	python3 contrib/test/replay_protocol_examples.py
 	$(SERVERS) start
 	($(call swift_tests,'$(INTEGRATION_TESTS)',integration-tests)); status=$$?; $(SERVERS) stop; exit $$status
 	# The benchmark suite at tiny sizes (a release build, every peer, ~30 s): it must keep running,

@@ -2,6 +2,8 @@
 public enum Redaction {
     /// Drops `user:password@` from a URL, and its query string when it looks presigned.
     public static func redactURL(_ url: String) -> String {
+        // Nothing to redact without a user part or a query: most URLs, on every event.
+        if !url.utf8.contains(UInt8(ascii: "@")) && !url.utf8.contains(UInt8(ascii: "?")) { return url }
         var text = url
         if let scheme = text.range(of: "://") {
             let rest = text[scheme.upperBound...]

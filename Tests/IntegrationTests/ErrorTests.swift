@@ -29,10 +29,15 @@ final class ErrorTests {
         try expectServing()
     }
 
-    @Test func aDirectoryIsRefusedAtAdd() throws {
-        let result = try daemon.ctl(["add", files.path, "--to", "file:///tmp/x/"])
+    /// A folder is added file by file (EverydayTests); one with nothing to upload says so.
+    @Test func anEmptyFolderAddsNothingAndSaysSo() throws {
+        let empty = files.appendingPathComponent("empty-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(
+            at: empty.appendingPathComponent(".hidden"), withIntermediateDirectories: true)
+        try Data("h".utf8).write(to: empty.appendingPathComponent(".hidden/h.txt"))
+        let result = try daemon.ctl(["add", empty.path, "--to", "file:///tmp/x/"])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("is a directory"), "\(result)")
+        #expect(result.stderr.contains("nothing to add") && result.stderr.contains("--hidden"), "\(result)")
         try expectServing()
     }
 

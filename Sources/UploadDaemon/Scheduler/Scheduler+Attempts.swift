@@ -28,7 +28,6 @@ extension Scheduler {
         case .success(let value):
             (target, transfer) = value
         case .failure(let error):
-            store.apply(.job(job))
             finishWithoutTransfer(job, failure: error)
             return
         }
@@ -38,7 +37,7 @@ extension Scheduler {
             at: dependencies.now())
         Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
         commitWithoutWaiting(job)
-        dependencies.events.publishState(info(for: job))
+        announce(job)
 
         let meter = ProgressMeter()
         let id = job.id
@@ -170,14 +169,14 @@ extension Scheduler {
             // Held until the network changes (`networkChanged`), not retried on a timer.
             commitWithoutWaiting(job)
             waiting[id] = .network
-            dependencies.events.publishState(info(for: job))
+            announce(job)
             return
         }
         guard job.state.isTerminal else {
             // Queued for a retry, which may start at once: its record goes into the journal now,
             // before the new attempt's own, so that the file keeps the order of what happened.
             commitWithoutWaiting(job)
-            dependencies.events.publishState(info(for: job))
+            announce(job)
             enqueue(job)
             return
         }
@@ -185,15 +184,15 @@ extension Scheduler {
         // this one again: it is done).
         markEnding(&job)
         store.apply(.job(job))
+        let ticket = queueDurably([.job(job)])
         fillSlots()
         do {
             // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
             // Only once that is on disk may the cached copy go: before the sync, a crash would bring
             // the job back without its bytes.
-            let snapshots = dependencies.snapshots
-            try await commit(job, durable: job.state.isTerminal) {
-                if effects.contains(.deleteCachedFile) { snapshots.discardFiles(of: job) }
-            }
+            try await waitUntilDurable(ticket)
+            if effects.contains(.deleteCachedFile) { dependencies.snapshots.discardFiles(of: job) }
+            announce(job)
         } catch {
             Log.error("job \(id): cannot journal its new state: \(error)")
         }
@@ -211,7 +210,7 @@ extension Scheduler {
         logOutcome(job)
         markEnding(&job)
         commitWithoutWaiting(job)
-        dependencies.events.publishState(info(for: job))
+        announce(job)
         enqueue(job)
         jobEnded(job)
     }

@@ -293,14 +293,19 @@ extension Scheduler {
         // Every job changes in this one actor turn (transfers stopped, queues updated, memory
         // applied) before the single durable write, so no job can start in between.
         var records: [JournalRecord] = []
+        var applied: [Job] = []
         for (job, effects) in planned {
             records.append(applyInMemory(effects, for: job))
+            applied.append(store.jobs[job.id] ?? job)
             Log.job(.info, JobLogContext(job), effects.contains(.forget) ? "removed" : job.state.rawValue)
         }
-        if planned.contains(where: { $0.1.contains(.reschedule) }) { fillSlots() }
         if !records.isEmpty {
+            // Queued for the disk in this turn, before a job this resumed can start (and journal
+            // its start), so the file keeps the order of what happened.
+            let ticket = queueDurably(records)
+            if planned.contains(where: { $0.1.contains(.reschedule) }) { fillSlots() }
             do {
-                try await commitDurably(records, announcing: planned.map(\.0))
+                try await finishDurably(ticket, announcing: planned.map(\.0))
             } catch {
                 throw Self.appliedButNotSaved("\(command.rawValue) \(Self.describe(planned.map(\.0.id)))", error)
             }
@@ -308,7 +313,7 @@ extension Scheduler {
         for (job, effects) in planned where effects.contains(.deleteCachedFile) {
             dependencies.snapshots.discardFiles(of: job)
         }
-        let acted = planned.map(\.0) + unchanged
+        let acted = applied + unchanged
         let order = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
         return (acted.sorted { order[$0.id, default: 0] < order[$1.id, default: 0] }.map { info(for: $0) }, errors)
     }

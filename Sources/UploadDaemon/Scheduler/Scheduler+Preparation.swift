@@ -86,7 +86,7 @@ extension Scheduler {
                 job.history.last?.message ?? "preparation failed")
             markEnding(&job)
             commitWithoutWaiting(job)
-            dependencies.events.publishState(info(for: job))
+            announce(job)
             enqueue(job)
             jobEnded(job)
         }

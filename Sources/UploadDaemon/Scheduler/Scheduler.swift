@@ -219,7 +219,7 @@ actor Scheduler {
     }
 
     private func appendWithoutWaiting(_ records: [JournalRecord]) {
-        dependencies.journal.append(records)
+        dependencies.journal.append(asApplied(records))
         compactIfWorthwhile()
     }
 
@@ -236,6 +236,17 @@ actor Scheduler {
 
     /// Journals records of several changes in one durable append, then announces the jobs.
     func commitDurably(_ records: [JournalRecord], announcing jobs: [Job]) async throws {
+        try await finishDurably(queueDurably(records), announcing: jobs)
+    }
+
+    /// The first half of a durable append: the records take their place in the journal now, in
+    /// this actor turn, ahead of any change made after it.
+    func queueDurably(_ records: [JournalRecord]) -> Journal.DurableTicket {
+        dependencies.journal.queueDurably(asApplied(records))
+    }
+
+    /// The second half: waits until the records are on disk, then announces the jobs.
+    func finishDurably(_ ticket: Journal.DurableTicket, announcing jobs: [Job]) async throws {
         defer {
             for job in jobs {
                 if let current = store.jobs[job.id] {
@@ -245,7 +256,7 @@ actor Scheduler {
                 }
             }
         }
-        try await journal(records, durable: true)
+        try await waitUntilDurable(ticket)
     }
 
     /// Appends records (a durable append returns once they are on disk), then compacts the journal
@@ -257,15 +268,31 @@ actor Scheduler {
             appendWithoutWaiting(records)
             return
         }
+        // Queued here, on the actor, in the order of the changes; only the wait leaves it.
+        try await waitUntilDurable(queueDurably(records))
+    }
+
+    func waitUntilDurable(_ ticket: Journal.DurableTicket) async throws {
         do {
-            // Queued here, on the actor, in the order of the changes; only the wait leaves it.
-            let ticket = dependencies.journal.queueDurably(records)
             try await dependencies.journal.waitUntilDurable(ticket)
         } catch {
             catchUpWithJournal()
             throw error
         }
         compactIfWorthwhile()
+    }
+
+    /// Job records as memory holds them once applied: with the revision their change gave them, so
+    /// that a replay reaches the same revision however often memory applied the job in between.
+    private func asApplied(_ records: [JournalRecord]) -> [JournalRecord] {
+        records.map { record in
+            guard case .job(let job) = record, let stored = store.jobs[job.id], stored.revision > job.revision else {
+                return record
+            }
+            var applied = job
+            applied.revision = stored.revision
+            return .job(applied)
+        }
     }
 
     /// Rewrites the journal when it holds far more records than live jobs.
@@ -400,7 +427,12 @@ actor Scheduler {
         guard waiting[job.id] != reason else { return }
         waiting[job.id] = reason
         Log.job(.info, JobLogContext(job), "waiting: \(reason.description)")
-        dependencies.events.publishState(info(for: job))
+        announce(job)
+    }
+
+    /// Tells subscribers of a job's change: the job as memory holds it (its revision included).
+    func announce(_ job: Job) {
+        dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
     }
 
     /// Lets the held jobs that match go back to the ready queue; returns how many.
@@ -523,10 +555,7 @@ actor Scheduler {
     func stateCounts() -> [JobState: Int] { store.stateCounts.filter { $0.value > 0 } }
 
     /// The public view of a job, with live numbers when it is running.
-    func info(for given: Job, includeHistory: Bool = false) -> JobInfo {
-        // The revision is the store's: a caller's copy may predate the change it announces.
-        var job = given
-        if let stored = store.jobs[job.id]?.revision { job.revision = max(job.revision, stored) }
+    func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
         if let attempt = running[job.id], job.state == .running {
             let reading = attempt.meter.reading
             return JobInfo(

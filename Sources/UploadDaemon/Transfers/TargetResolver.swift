@@ -113,10 +113,14 @@ struct TargetResolver: Sendable {
     }
 
     static func percentEncodedPathComponent(_ name: String) -> String {
+        name.addingPercentEncoding(withAllowedCharacters: pathComponentAllowed) ?? name
+    }
+
+    private static let pathComponentAllowed: CharacterSet = {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/;?#")
-        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
-    }
+        return allowed
+    }()
 }
 
 /// Reads a remote's password from a file or a systemd credential, at the moment it is needed.

@@ -243,6 +243,10 @@ struct ControlHandler: Sendable {
     private static let emptyObject = Array("{}".utf8)
     private static let newline = [UInt8(ascii: "\n")]
 
+    /// Jobs, the most frequent answers, are written by hand (`JobInfo.jsonBytes`).
+    private func encodeResult(_ job: JobInfo) throws(RPCError) -> [UInt8] { job.jsonBytes }
+    private func encodeResult(_ list: JobList) throws(RPCError) -> [UInt8] { list.jsonBytes }
+
     private func encodeResult<T: Encodable>(_ value: T) throws(RPCError) -> [UInt8] {
         do {
             return [UInt8](try JSONCoding.encoder.encode(value))

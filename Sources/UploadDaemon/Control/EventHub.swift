@@ -35,7 +35,12 @@ final class EventHub: Sendable {
     }
 
     func publishState(_ job: JobInfo) {
-        publish(ControlEvent.state, job, id: job.id, batch: job.batch)
+        guard wanted(.state, id: job.id, batch: job.batch) else { return }  // no encoding for nobody
+        publish(ControlEvent.state, encoded: job.jsonBytes, id: job.id, batch: job.batch)
+    }
+
+    private func wanted(_ event: ControlEvent, id: JobID, batch: JobID?) -> Bool {
+        subscribers.withLock { $0.values.contains { $0.wants(event, id: id, batch: batch) } }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
@@ -48,10 +53,13 @@ final class EventHub: Sendable {
     }
 
     private func publish<T: Encodable>(_ event: ControlEvent, _ params: T, id: JobID, batch: JobID?) {
+        guard wanted(event, id: id, batch: batch), let encoded = try? JSONCoding.encoder.encode(params) else { return }
+        publish(event, encoded: [UInt8](encoded), id: id, batch: batch)
+    }
+
+    private func publish(_ event: ControlEvent, encoded: [UInt8], id: JobID, batch: JobID?) {
         let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
-        guard !targets.isEmpty else { return }
-        guard let encoded = try? JSONCoding.encoder.encode(params),
-            var line = try? RPCLine.notification(method: event.rawValue, encodedParams: [UInt8](encoded))
+        guard !targets.isEmpty, var line = try? RPCLine.notification(method: event.rawValue, encodedParams: encoded)
         else { return }
         line.append(UInt8(ascii: "\n"))
         for target in targets { target.deliver(line) }

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import UploadWire
+
+/// The hand-written JSON of jobs (`JobInfo.jsonBytes`) against JSONCoding.encoder: the same bytes.
+@Suite struct JobInfoJSONTests {
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let awkward = [
+        "", "plain", "quote \" and \\ backslash", "slash / and url http://h/a?b=c#d", "tab\tnew\nline\r",
+        "\u{0}\u{1}\u{8}\u{c}\u{1f}\u{7f}", "é ü 日本 😀", "\u{2028}\u{2029}", "%20%C3%A9",
+    ]
+
+    static func randomJob(_ random: inout Generator) -> JobInfo {
+        func text() -> String { awkward.randomElement(using: &random)! + String(random.next() % 1000) }
+        func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &random) ? value() : nil }
+        func date() -> Date {
+            Date(timeIntervalSince1970: Double(random.next() % 4_000_000_000) + Double(random.next() % 1000) / 1000)
+        }
+        let doubles: [Double] = [0, 1, 1.5, 0.1, 1e20, 2.5e-7, 123456.789, 1.0 / 3, 1e16, 12345678901234567, 5e-324]
+        return JobInfo(
+            id: JobID(random.next() % 1_000_000 + 1), state: JobState.allCases.randomElement(using: &random)!,
+            source: text(), destination: text(), protocol: UploadProtocol.allCases.randomElement(using: &random)!,
+            bytesTotal: Int64(random.next() % (1 << 40)), bytesSent: Int64(random.next() % 1000),
+            bytesAcked: Int64(random.next() % 1000), speed: doubles.randomElement(using: &random)!,
+            eta: maybe(doubles.randomElement(using: &random)!), attempts: Int(random.next() % 9),
+            priority: Int(random.next() % 2001) - 1000,
+            error: maybe(JobError(code: text(), message: text(), status: maybe(Int(random.next() % 600)))),
+            result: maybe(JobResult(url: maybe(text()), status: maybe(201), body: maybe(text()))), createdAt: date(),
+            updatedAt: date(), nextAttemptAt: maybe(date()), snapshot: maybe(text()), user: maybe(text()),
+            history: maybe((0..<Int(random.next() % 4)).map { _ in JobEvent(at: date(), message: text()) }),
+            waiting: maybe(text()), image: maybe(text()),
+            prepared: maybe(
+                PreparedInfo(
+                    size: 5, originalSize: 9, sha256: text(), fileName: maybe(text()), contentType: maybe(text()),
+                    details: [text(): text(), "width": "10"])),
+            batch: maybe(JobID(random.next() % 100 + 1)), revision: random.next() % 10_000,
+            clientToken: maybe(text()), metadata: maybe([text(): text(), text(): text(), "Z": "1", "a": "2"]))
+    }
+
+    @Test func theSameBytesAsJSONEncoderForThousandsOfRandomJobs() throws {
+        var random = Generator(state: 42)
+        for _ in 0..<3000 {
+            let job = Self.randomJob(&random)
+            let expected = [UInt8](try JSONCoding.encoder.encode(job))
+            #expect(
+                job.jsonBytes == expected,
+                "\(String(decoding: job.jsonBytes, as: UTF8.self))\n\(String(decoding: expected, as: UTF8.self))")
+            if job.jsonBytes != expected { return }
+        }
+    }
+
+    @Test func listsWithAndWithoutErrors() throws {
+        var random = Generator(state: 7)
+        let jobs = (0..<5).map { _ in Self.randomJob(&random) }
+        for list in [
+            JobList(jobs: jobs), JobList(jobs: []),
+            JobList(
+                jobs: jobs,
+                errors: [
+                    JobFailure(id: JobID(3), error: RPCError(code: -32001, message: "no job 3")),
+                    JobFailure(source: "/a \"b\"", error: RPCError(code: -32003, message: "gone")),
+                ]),
+        ] {
+            #expect(list.jsonBytes == [UInt8](try JSONCoding.encoder.encode(list)))
+        }
+    }
+}

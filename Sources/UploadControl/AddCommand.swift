@@ -264,7 +264,8 @@ struct AddCommand: ControlCommand {
         // On a terminal, a bar per job in flight until they end.
         let bars = LiveBars.forPeople(context)
         let tracker = try JobWaiter.follow(
-            added.map(\.id), on: connection, until: nil, onStart: { $0.latestJobs.forEach { bars?.know($0) } },
+            .ids(added.map(\.id)), on: connection, until: nil, progress: bars != nil,
+            onStart: { $0.latestJobs.forEach { bars?.know($0) } },
             onNotification: { notification, _ in bars?.follow(notification) })
         bars?.finish()
         let waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)

@@ -22,11 +22,13 @@ struct JobTracker {
         if job.state.isTerminal { unfinished.remove(job.id) } else { unfinished.insert(job.id) }
     }
 
-    /// Records a state that arrived before the snapshot it may be older than: only when it is newer.
-    /// Timestamps have whole seconds, so within one second the state further along wins (a job that
-    /// completes while `job.get` is answered has its event sent first).
+    /// Records a state that arrived before the snapshot it may be older than: only when it is newer,
+    /// by revision. From a daemon without revisions, by time: timestamps have whole seconds, so
+    /// within one second the state further along wins.
     mutating func updateIfNewer(_ job: JobInfo) -> Bool {
-        if let known = jobs[job.id] {
+        if let known = jobs[job.id], known.revision > 0, job.revision > 0 {
+            guard job.revision > known.revision else { return false }
+        } else if let known = jobs[job.id] {
             let newer = job.updatedAt > known.updatedAt
             let sameSecondFurther = job.updatedAt == known.updatedAt && Self.rank(job.state) > Self.rank(known.state)
             guard newer || sameSecondFurther else { return false }
@@ -59,20 +61,45 @@ struct JobTracker {
     var latestJobs: [JobInfo] { ids.compactMap { jobs[$0] } }
 }
 
-/// Waits for jobs to end with one subscription and one `job.get`, however many jobs: no polling.
+/// Waits for jobs to end with one subscription that also answers their current state, however
+/// many jobs: no polling.
 enum JobWaiter {
-    /// Subscribes to the jobs, reads their current state, then follows `job.state` notifications until
-    /// every job is terminal or `deadline` passes (then the tracker is not finished).
-    /// `onStart` sees the states read at first; `onNotification` sees every notification for these
-    /// jobs, after the tracker took it in.
+    /// What to follow: jobs by ID, or every job of a batch.
+    enum Selection {
+        case ids([JobID])
+        case batch(JobID)
+    }
+
+    /// Subscribes to the jobs with a snapshot of their current state, then follows `job.state`
+    /// notifications until every job is terminal or `deadline` passes (then the tracker is not
+    /// finished). `onStart` sees the states read at first; `onNotification` sees every
+    /// notification for these jobs, after the tracker took it in. Progress events come only with
+    /// `progress` (for bars).
     static func follow(
-        _ ids: [JobID], on connection: DaemonConnection, until deadline: ContinuousClock.Instant?,
-        onStart: (JobTracker) -> Void = { _ in },
+        _ selection: Selection, on connection: DaemonConnection, until deadline: ContinuousClock.Instant?,
+        progress: Bool = false, onStart: (JobTracker) -> Void = { _ in },
         onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
     ) throws -> JobTracker {
+        let kinds: [ControlEvent]? = progress ? nil : [.state, .removed]
+        let params =
+            switch selection {
+            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, snapshot: true)
+            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, snapshot: true)
+            }
+        let current = try connection.call(.subscribe, params: params, as: JobList.self)
+        let ids: [JobID]
+        switch selection {
+        case .ids(let named):
+            let known = Set(current.jobs.map(\.id))
+            if let missing = named.first(where: { !known.contains($0) }) { throw RPCError.jobNotFound(missing) }
+            ids = named
+        case .batch(let batch):
+            ids = current.jobs.map(\.id)
+            guard !ids.isEmpty else {
+                throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
+            }
+        }
         var tracker = JobTracker(ids: ids)
-        _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams(ids: ids)))
-        let current = try connection.call(.get, params: JobSelection(ids: ids), as: JobList.self)
         // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
         let early = connection.takeQueuedNotifications()
         current.jobs.forEach { tracker.update($0) }

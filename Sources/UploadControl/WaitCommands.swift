@@ -33,16 +33,8 @@ struct WaitCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let deadline = JobWaiter.deadline(after: timeout)
-        let connection = try context.connect()
-        var ids = ids
-        if let batch {
-            let list = try connection.call(.list, params: ListParams(batch: batch), as: JobList.self)
-            ids = list.jobs.map(\.id)
-            guard !ids.isEmpty else {
-                throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
-            }
-        }
-        let tracker = try JobWaiter.follow(ids, on: connection, until: deadline)
+        let tracker = try JobWaiter.follow(
+            batch.map { .batch($0) } ?? .ids(ids), on: context.connect(), until: deadline)
         return try JobWaiter.report(tracker, timeout: timeout, context: context)
     }
 }
@@ -87,7 +79,7 @@ struct WatchCommand: ControlCommand {
         }
         let bars = LiveBars.forPeople(context)
         let tracker = try JobWaiter.follow(
-            ids, on: connection, until: nil,
+            .ids(ids), on: connection, until: nil, progress: true,
             onStart: { tracker in
                 // For people, the state each job was in when watching began (as bars on a terminal).
                 if let bars {

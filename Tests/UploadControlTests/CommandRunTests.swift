@@ -74,15 +74,11 @@ import UploadWire
             let request = Wire.requests(line)[0]
             switch request.method {
             case "events.subscribe":
-                // A stale event, older than the job.get answer that follows: it must not count.
-                return [
-                    Wire.result(id: request.id, [String: String]()),
-                    Wire.notification(.state, sampleJob(id: 2, state: .completed, updatedAt: 1_600_000_000)),
-                ]
-            case "job.get":
                 var failed = sampleJob(id: 2, state: .failed)
                 failed.error = JobError(code: "http", message: "server answered 500")
                 return [
+                    // A stale event, older than the snapshot that answers: it must not count.
+                    Wire.notification(.state, sampleJob(id: 2, state: .completed, updatedAt: 1_600_000_000)),
                     Wire.result(
                         id: request.id,
                         JobList(jobs: [sampleJob(id: 1, state: .running), sampleJob(id: 2, state: .running)])),
@@ -102,20 +98,23 @@ import UploadWire
         #expect(output.standardError == "uploadctl: job 2 failed: server answered 500\n")
         #expect(output.standardOutput == "")
         let requests = daemon.requestLines.flatMap(Wire.requests)
-        #expect(requests.map(\.method) == ["events.subscribe", "job.get"])
-        #expect(requests[1].params == .object(["ids": .array([.number(1), .number(2)])]))
+        #expect(requests.map(\.method) == ["events.subscribe"], "one request: the snapshot answers it")
+        #expect(
+            requests[0].params
+                == .object([
+                    "ids": .array([.number(1), .number(2)]),
+                    "kinds": .array([.string("job.state"), .string("job.removed")]),
+                    "snapshot": .bool(true),
+                ]))
     }
 
     @Test func waitIgnoresEventsOlderThanTheCurrentStateAndTimesOut() throws {
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]
-            if request.method == "events.subscribe" {
-                return [
-                    Wire.result(id: request.id, [String: String]()),
-                    Wire.notification(.state, sampleJob(id: 5, state: .completed, updatedAt: 1_600_000_000)),
-                ]
-            }
-            return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)]))]
+            return [
+                Wire.notification(.state, sampleJob(id: 5, state: .completed, updatedAt: 1_600_000_000)),
+                Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)])),
+            ]
         }
         defer { daemon.stop() }
         let output = CapturedOutput()
@@ -124,10 +123,9 @@ import UploadWire
     }
 
     @Test func waitCountsAnEndThatArrivedBeforeTheCurrentStateInTheSameSecond() throws {
-        // The daemon may send a job's last event while it is still answering job.get with the state before.
+        // The daemon may send a job's last event while it is still answering with the state before.
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]
-            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
             return [
                 Wire.notification(.state, sampleJob(id: 5, state: .completed)),
                 Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 5, state: .running)])),
@@ -143,19 +141,17 @@ import UploadWire
         let ids = (1...2000).map { UInt64($0) }
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]
-            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
             return [Wire.result(id: request.id, JobList(jobs: ids.map { sampleJob(id: $0, state: .completed) }))]
         }
         defer { daemon.stop() }
         let output = CapturedOutput()
         #expect(run(["wait"] + ids.map(String.init), daemon: daemon, output: output) == .success)
-        #expect(daemon.requestLines.count == 2)
+        #expect(daemon.requestLines.count == 1)
     }
 
     @Test func droppedConnectionWhileWaitingIsUnavailable() throws {
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]
-            if request.method == "events.subscribe" { return [Wire.result(id: request.id, [String: String]())] }
             return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 1)])), FakeDaemon.hangUp]
         }
         defer { daemon.stop() }

@@ -328,7 +328,9 @@ final class CrashLoopTests {
         for (index, kind) in [Kind.s3, .tus, .s3, .tus].enumerated() {
             jobs.append(
                 try add(
-                    try prepare(kind, size: 40 * Self.mebibyte, label: "cancel-kill-\(index)-\(kind)", cancel: true)))
+                    // Big enough to be still uploading (12 MiB/s each) after three kill-and-restarts
+                    // on a loaded machine; at 40 MiB the last one once finished first.
+                    try prepare(kind, size: 120 * Self.mebibyte, label: "cancel-kill-\(index)-\(kind)", cancel: true)))
         }
         let underway = try eventually(timeout: 30) {
             try jobs.allSatisfy { try daemon.job($0.id).bytesAcked >= Int64(($0.kind == .s3 ? 5 : 1) * Self.mebibyte) }

@@ -72,7 +72,7 @@ struct LimitCommand: ControlCommand {
     static let synopsis = "[RATE|off]"
     static let details = """
         Running uploads follow within a second; the limit holds across restarts until changed, and
-        a remote's or the config's rate_limit still caps each upload. Without RATE, prints the
+        [daemon] rate_limit in the config still caps each upload. Without RATE, prints the
         limit in force. With --json, prints {"bandwidth_limit": BYTES or null}.
         """
     static let options: [OptionSpec] = []

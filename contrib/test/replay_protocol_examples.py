@@ -302,6 +302,8 @@ class Daemon:
     def start(self) -> None:
         environment = {key: value for key, value in os.environ.items() if key not in SCRUBBED_ENV}
         environment["XDG_RUNTIME_DIR"] = os.path.join(self.scratch, "run")
+        # No desktop notifications on the session bus of whoever runs the replay.
+        environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + os.path.join(self.scratch, "no-session-bus")
         log = open(self.log_path, "ab")
         try:
             self.process = subprocess.Popen(

@@ -54,6 +54,9 @@ final class DaemonProcess: @unchecked Sendable {
         environment["NOTIFY_SOCKET"] = nil
         environment["LISTEN_FDS"] = nil
         environment["LISTEN_PID"] = nil
+        // No desktop notifications on the session bus of whoever runs the tests (notify = all is
+        // the default); a test that wants them gives a private bus (BusMock) in extraEnvironment.
+        environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(root.path)/no-session-bus"
         environment.merge(extraEnvironment) { _, new in new }
         process.environment = environment
         if !FileManager.default.fileExists(atPath: logPath) {

@@ -35,31 +35,27 @@ final class EventHub: Sendable {
     }
 
     func publishState(_ job: JobInfo) {
-        guard wanted(.state, id: job.id, batch: job.batch) else { return }  // no encoding for nobody
-        publish(ControlEvent.state, encoded: job.jsonBytes, id: job.id, batch: job.batch)
-    }
-
-    private func wanted(_ event: ControlEvent, id: JobID, batch: JobID?) -> Bool {
-        subscribers.withLock { $0.values.contains { $0.wants(event, id: id, batch: batch) } }
+        publish(ControlEvent.state, id: job.id, batch: job.batch) { job.jsonBytes }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
     func publishRemoved(_ id: JobID, batch: JobID?) {
-        publish(ControlEvent.removed, JobSelection(id: id), id: id, batch: batch)
+        publish(ControlEvent.removed, id: id, batch: batch) { Self.encode(JobSelection(id: id)) }
     }
 
     func publishProgress(_ progress: JobProgressEvent, batch: JobID?) {
-        publish(ControlEvent.progress, progress, id: progress.id, batch: batch)
+        publish(ControlEvent.progress, id: progress.id, batch: batch) { Self.encode(progress) }
     }
 
-    private func publish<T: Encodable>(_ event: ControlEvent, _ params: T, id: JobID, batch: JobID?) {
-        guard wanted(event, id: id, batch: batch), let encoded = try? JSONCoding.encoder.encode(params) else { return }
-        publish(event, encoded: [UInt8](encoded), id: id, batch: batch)
+    private static func encode<T: Encodable>(_ params: T) -> [UInt8]? {
+        (try? JSONCoding.encoder.encode(params)).map { [UInt8]($0) }
     }
 
-    private func publish(_ event: ControlEvent, encoded: [UInt8], id: JobID, batch: JobID?) {
+    /// Encodes the params only when some subscriber wants the event (none, most of the time).
+    private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
         let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
-        guard !targets.isEmpty, var line = try? RPCLine.notification(method: event.rawValue, encodedParams: encoded)
+        guard !targets.isEmpty, let encoded = params(),
+            var line = try? RPCLine.notification(method: event.rawValue, encodedParams: encoded)
         else { return }
         line.append(UInt8(ascii: "\n"))
         for target in targets { target.deliver(line) }

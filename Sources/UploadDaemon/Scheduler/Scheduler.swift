@@ -203,12 +203,11 @@ actor Scheduler {
 
     /// Applies a job's new state and journals it. `durable` waits for the disk before the state is
     /// announced to subscribers.
-    func commit(_ job: Job, durable: Bool, beforeAnnouncing: () -> Void = {}) async throws {
+    func commit(_ job: Job, durable: Bool) async throws {
         store.apply(.job(job))
         try await journal([.job(job)], durable: durable)
-        beforeAnnouncing()
         // Subscribers hear of a change only once it is on disk (for durable changes).
-        dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
+        announce(job)
     }
 
     /// Applies a job's new state and appends it to the journal without waiting for the disk (a

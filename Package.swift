@@ -46,10 +46,11 @@ let package = Package(
 
         // What several test targets share (a seeded random generator, checkpoint builders).
         .target(name: "TestSupport", dependencies: ["UploadCore", "UploadWire"], path: "Tests/TestSupport"),
-        .testTarget(name: "UploadWireTests", dependencies: ["UploadWire"]),
+        .testTarget(name: "UploadWireTests", dependencies: ["UploadWire", "TestSupport"]),
         .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
-        .testTarget(name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire"]),
-        .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadWire"]),
+        .testTarget(
+            name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire", "TestSupport"]),
+        .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["UploadCore", "UploadWire", "UploadClient", "TestSupport"]),
     ],

@@ -92,7 +92,8 @@ final class ClientLibraryTests {
         let daemon = try DaemonProcess(name: "client-slow", config: "[daemon]\ntransfers = 8\n")
         try daemon.start()
         defer { daemon.stop() }
-        let slow = try RawSubscriber(socket: daemon.socket)
+        let slow = try RawClient(daemon.socket)
+        _ = slow.send(line: #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe"}"#)
         let client = UploaddClient(socketPath: daemon.socket)
         let fast = Task { () -> [JobID: [UInt64]] in
             var revisions: [JobID: [UInt64]] = [:]
@@ -115,11 +116,16 @@ final class ClientLibraryTests {
             "each job's events in revision order")
         #expect(try await client.status().jobs["completed"] == 4000)
 
-        let received = slow.readAll()
-        let lines = received.split(separator: UInt8(ascii: "\n"))
-        let last = String(decoding: lines.last ?? [], as: UTF8.self)
+        // Everything it was sent, read now, up to the daemon's close.
+        var received = 0
+        var lastLine: [UInt8] = []
+        while case .line(let line) = slow.readLine(timeout: 30) {
+            received += line.count + 1
+            lastLine = line
+        }
+        let last = String(decoding: lastLine, as: UTF8.self)
         #expect(last.contains("\"method\":\"events.overflow\""), "the last line: \(last.prefix(300))")
-        #expect(received.count > 4 << 20 && received.count < 8 << 20, "\(received.count) bytes before the cut")
+        #expect(received > 4 << 20 && received < 8 << 20, "\(received) bytes before the cut")
         #expect(daemon.log(tail: 100_000).contains("more than 4 MiB of events behind"))
     }
 
@@ -166,40 +172,5 @@ extension JobInfo {
         var job = self
         job.history = nil
         return job
-    }
-}
-
-/// A subscriber on a raw socket that reads nothing until asked.
-final class RawSubscriber {
-    let fd: Int32
-
-    init(socket path: String) throws {
-        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { throw TestFailure("cannot connect to \(path)") }
-        let request = Array("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n".utf8)
-        _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-
-    deinit { close(fd) }
-
-    /// Everything until the daemon closes the connection (or 30 s pass).
-    func readAll() -> [UInt8] {
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count <= 0 { return received }
-            received += buffer[..<count]
-        }
     }
 }

@@ -1,89 +1,18 @@
 import Foundation
+import TestSupport
 import Testing
 import UploadWire
 
 @testable import UploadControl
 
-/// The repository's root, found from this file's place (Tests/UploadControlTests/).
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
-/// A man page's source, read the way contrib/man's comments describe: `.SH` sections, `.SS`
-/// subsections, and items whose tag line (after `.TP`) names what they document in bold.
-private struct RoffSource {
-    var lines: [String]
-
-    init(_ relativePath: String) throws {
-        let text = try String(contentsOf: repositoryRoot.appendingPathComponent(relativePath), encoding: .utf8)
-        lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    }
-
-    /// The lines of `.SH NAME`, up to the next `.SH`.
-    func section(_ name: String) -> [String] {
-        var inside = false
-        var result: [String] = []
-        for line in lines {
-            if line.hasPrefix(".SH ") {
-                inside = Self.heading(line) == name
-            } else if inside {
-                result.append(line)
-            }
-        }
-        return result
-    }
-
-    /// The `.SS` subsections among `lines`, in order, each with its lines up to the next one.
-    static func subsections(_ lines: [String]) -> [(name: String, lines: [String])] {
-        var result: [(name: String, lines: [String])] = []
-        for line in lines {
-            if line.hasPrefix(".SS ") {
-                result.append((heading(line), []))
-            } else if !result.isEmpty {
-                result[result.count - 1].lines.append(line)
-            }
-        }
-        return result
-    }
-
-    /// The tag line of every item among `lines`: the line after each `.TP`.
-    static func itemTags(_ lines: [String]) -> [String] {
-        zip(lines, lines.dropFirst()).filter { $0.0 == ".TP" }.map { $0.1 }
-    }
-
-    /// The bold words of every item's tag line among `lines`: the options an item documents.
-    static func itemNames(_ lines: [String]) -> [String] {
-        itemTags(lines).flatMap(boldWords)
-    }
-
-    /// `\fBword\fR` in a line, unescaped.
-    static func boldWords(_ line: String) -> [String] {
-        line.components(separatedBy: "\\fB").dropFirst().map { part in
-            plain(part.components(separatedBy: "\\f").first ?? "")
-        }
-    }
-
-    /// Text without roff's escapes for dashes, zero-width breaks, backslashes, quotes and fonts.
-    static func plain(_ text: String) -> String {
-        var text = text.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\&", with: "")
-            .replacingOccurrences(of: "\\(aq", with: "'").replacingOccurrences(of: "\\e", with: "\\")
-        for font in ["\\fB", "\\fI", "\\fR", "\\fP"] { text = text.replacingOccurrences(of: font, with: "") }
-        return text
-    }
-
-    /// `.SH "EXIT STATUS"` and `.SH EXIT STATUS` both name `EXIT STATUS`.
-    private static func heading(_ line: String) -> String {
-        line.dropFirst(4).trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-    }
-}
-
 /// contrib/man/uploadctl.1 against `CommandTable`, so that the page cannot drift from the code.
 @Suite struct ManPageTests {
-    private let page: RoffSource
+    private let page: ManPageSource
     private let commands: [(name: String, lines: [String])]
 
     init() throws {
-        page = try RoffSource("contrib/man/uploadctl.1")
-        commands = RoffSource.subsections(page.section("COMMANDS"))
+        page = try ManPageSource("contrib/man/uploadctl.1")
+        commands = ManPageSource.subsections(page.section("COMMANDS"))
     }
 
     private func commandSection(_ name: String) -> [String]? {
@@ -98,7 +27,7 @@ private struct RoffSource {
     @Test(arguments: CommandTable.all.map { $0.name })
     func everyOptionOfACommandIsAnItemOfItsSection(name: String) throws {
         let command = try #require(CommandTable.command(named: name))
-        let documented = Set(RoffSource.itemNames(commandSection(name) ?? []))
+        let documented = Set(ManPageSource.itemNames(commandSection(name) ?? []))
         for option in command.options.map(\.name) {
             #expect(documented.contains(option), "uploadctl.1 does not document \(name) \(option)")
         }
@@ -108,7 +37,7 @@ private struct RoffSource {
     func everyOptionTheSectionDocumentsIsTakenByTheCommand(name: String) throws {
         let command = try #require(CommandTable.command(named: name))
         let taken = Set(command.options.map(\.name))
-        for option in RoffSource.itemNames(commandSection(name) ?? []) where option.hasPrefix("-") {
+        for option in ManPageSource.itemNames(commandSection(name) ?? []) where option.hasPrefix("-") {
             #expect(taken.contains(option), "uploadctl.1 documents \(name) \(option), which \(name) does not take")
         }
     }
@@ -122,31 +51,31 @@ private struct RoffSource {
     }
 
     @Test func globalOptionsAreTheItemsOfOptions() {
-        let documented = RoffSource.itemNames(page.section("OPTIONS"))
+        let documented = ManPageSource.itemNames(page.section("OPTIONS"))
         // `-h` is read as `--help` by the parser itself.
         #expect(Set(documented) == Set(GlobalOptions.specs.map(\.name) + ["-h"]))
     }
 
     @Test func exitStatusesAreTheExitCodes() {
-        let codes = RoffSource.itemTags(page.section("EXIT STATUS")).map {
+        let codes = ManPageSource.itemTags(page.section("EXIT STATUS")).map {
             Int32($0.replacingOccurrences(of: ".B ", with: ""))
         }
         #expect(codes == [ExitCode.success, .failure, .usage, .unavailable].map(\.rawValue))
     }
 
     @Test func statesAndProtocolsAreNamed() {
-        let text = RoffSource.plain(page.lines.joined(separator: "\n"))
+        let text = ManPageSource.plain(page.lines.joined(separator: "\n"))
         for state in JobState.allCases { #expect(text.contains(state.rawValue)) }
-        let protocolItem = RoffSource.plain((commandSection("add") ?? []).joined(separator: "\n"))
+        let protocolItem = ManPageSource.plain((commandSection("add") ?? []).joined(separator: "\n"))
         for uploadProtocol in UploadProtocol.allCases {
             #expect(protocolItem.contains(uploadProtocol.rawValue), "add's --protocol lacks \(uploadProtocol)")
         }
     }
 
     @Test func theSocketsPlacesAreSocketLocations() {
-        let environment = RoffSource.itemTags(page.section("ENVIRONMENT")).map(RoffSource.plain)
+        let environment = ManPageSource.itemTags(page.section("ENVIRONMENT")).map(ManPageSource.plain)
         #expect(environment.contains(".B UPLOADD_SOCKET") && environment.contains(".B XDG_RUNTIME_DIR"))
-        let text = RoffSource.plain(page.lines.joined(separator: "\n"))
+        let text = ManPageSource.plain(page.lines.joined(separator: "\n"))
         let fallback = SocketLocation.fallbackDirectory(userID: 4321).replacingOccurrences(of: "4321", with: "UID")
         #expect(text.contains(fallback + "/" + SocketLocation.fileName))
         let runtime = SocketLocation.resolve(

@@ -1,95 +1,24 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import UploadDaemon
-
-/// The repository's root, found from this file's place (Tests/UploadDaemonTests/).
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
-/// The parts of a man page in contrib/man the drift tests read: `.SH` sections and the tag lines of
-/// their items (the line after `.TP`), with roff's escapes removed.
-private struct ManPage {
-    var lines: [String]
-
-    init(_ relativePath: String) throws {
-        let text = try String(contentsOf: repositoryRoot.appendingPathComponent(relativePath), encoding: .utf8)
-        lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    }
-
-    /// The lines of `.SH NAME` up to the next `.SH` (its `.SS` subsections included).
-    func section(_ name: String) -> [String] {
-        var inside = false
-        var result: [String] = []
-        for line in lines {
-            if line.hasPrefix(".SH ") {
-                inside = line.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) == name
-            } else if inside {
-                result.append(line)
-            }
-        }
-        return result
-    }
-
-    /// The tag line of each item in `lines`, with the text that follows it up to the next item.
-    static func items(_ lines: [String]) -> [(tag: String, body: String)] {
-        var items: [(tag: String, body: String)] = []
-        var index = lines.startIndex
-        while index < lines.endIndex {
-            if lines[index] == ".TP", index + 1 < lines.endIndex {
-                items.append((lines[index + 1], ""))
-                index += 2
-                continue
-            }
-            if lines[index].hasPrefix(".SS") || lines[index] == ".PP" {
-                // A subsection or paragraph ends the item list's last body.
-                items.append(("", ""))
-            } else if !items.isEmpty {
-                items[items.count - 1].body += plain(lines[index]) + " "
-            }
-            index += 1
-        }
-        return items.filter { !$0.tag.isEmpty }
-    }
-
-    /// The bold words of a tag line, unescaped; with `beforeEquals`, only those left of ` = `.
-    static func boldWords(_ tag: String, beforeEquals: Bool = false) -> [String] {
-        let part = beforeEquals ? (tag.components(separatedBy: " = ").first ?? tag) : tag
-        return part.components(separatedBy: "\\fB").dropFirst().map { plain($0.components(separatedBy: "\\f")[0]) }
-    }
-
-    /// Text without roff's escapes and font changes (request lines keep their words).
-    static func plain(_ text: String) -> String {
-        var text = text.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\&", with: "")
-            .replacingOccurrences(of: "\\(aq", with: "'").replacingOccurrences(of: "\\e", with: "\\")
-        for font in ["\\fB", "\\fI", "\\fR", "\\fP"] { text = text.replacingOccurrences(of: font, with: "") }
-        return text
-    }
-
-    /// The text between `.EX` and `.EE` in `lines`, unescaped.
-    static func example(_ lines: [String]) -> String {
-        guard let start = lines.firstIndex(of: ".EX"), let end = lines[start...].firstIndex(of: ".EE") else {
-            return ""
-        }
-        return lines[(start + 1)..<end].map(plain).joined(separator: "\n")
-    }
-}
 
 /// contrib/man/uploadd.conf.5 against `DaemonConfig`'s key lists, so that the page cannot drift
 /// from the parser.
 @Suite struct ConfigManPageTests {
     private let daemonItems: [(tag: String, body: String)]
     private let remoteItems: [(tag: String, body: String)]
-    private let page: ManPage
+    private let page: ManPageSource
 
     init() throws {
-        page = try ManPage("contrib/man/uploadd.conf.5")
-        daemonItems = ManPage.items(page.section("DAEMON SECTION"))
-        remoteItems = ManPage.items(page.section("REMOTE SECTIONS"))
+        page = try ManPageSource("contrib/man/uploadd.conf.5")
+        daemonItems = ManPageSource.items(page.section("DAEMON SECTION"))
+        remoteItems = ManPageSource.items(page.section("REMOTE SECTIONS"))
     }
 
     private func keys(_ items: [(tag: String, body: String)]) -> [String] {
-        items.flatMap { ManPage.boldWords($0.tag, beforeEquals: true) }
+        items.flatMap { ManPageSource.boldWords($0.tag, beforeEquals: true) }
     }
 
     @Test func everyDaemonKeyIsDocumentedOnce() {
@@ -121,7 +50,7 @@ private struct ManPage {
             guard let range = item.body.firstMatch(of: /(\d+) to (\d+)/), let low = Int(range.1),
                 let high = Int(range.2)
             else { continue }
-            for key in ManPage.boldWords(item.tag, beforeEquals: true) {
+            for key in ManPageSource.boldWords(item.tag, beforeEquals: true) {
                 func parses(_ value: Int) -> Bool { (try? DaemonConfig.parse("[daemon]\n\(key) = \(value)")) != nil }
                 #expect(parses(low) && parses(high), "\(key): \(low) to \(high) are not both accepted")
                 #expect(!parses(low - 1) && !parses(high + 1), "\(key) accepts more than \(low) to \(high)")
@@ -132,7 +61,7 @@ private struct ManPage {
     }
 
     @Test func theExampleIsAValidConfig() throws {
-        let text = ManPage.example(page.section("EXAMPLES"))
+        let text = ManPageSource.example(page.section("EXAMPLES"))
         #expect(text.contains("[remote"))
         let config = try DaemonConfig.parse(text)
         #expect(config.warnings.isEmpty)
@@ -153,8 +82,8 @@ private struct ManPage {
     }
 
     private func documentedOptions() throws -> [String] {
-        let page = try ManPage("contrib/man/uploadd.8")
-        return ManPage.items(page.section("OPTIONS")).flatMap { ManPage.boldWords($0.tag) }
+        let page = try ManPageSource("contrib/man/uploadd.8")
+        return ManPageSource.items(page.section("OPTIONS")).flatMap { ManPageSource.boldWords($0.tag) }
     }
 
     @Test func everyOptionOfTheUsageIsDocumented() throws {

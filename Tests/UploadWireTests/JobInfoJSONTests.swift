@@ -1,27 +1,17 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import UploadWire
 
 /// The hand-written JSON of jobs (`JobInfo.jsonBytes`) against JSONCoding.encoder: the same bytes.
 @Suite struct JobInfoJSONTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let awkward = [
         "", "plain", "quote \" and \\ backslash", "slash / and url http://h/a?b=c#d", "tab\tnew\nline\r",
         "\u{0}\u{1}\u{8}\u{c}\u{1f}\u{7f}", "é ü 日本 😀", "\u{2028}\u{2029}", "%20%C3%A9",
     ]
 
-    static func randomJob(_ random: inout Generator) -> JobInfo {
+    static func randomJob(_ random: inout SeededRandom) -> JobInfo {
         func text() -> String { awkward.randomElement(using: &random)! + String(random.next() % 1000) }
         func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &random) ? value() : nil }
         func date() -> Date {
@@ -49,7 +39,7 @@ import Testing
     }
 
     @Test func theSameBytesAsJSONEncoderForThousandsOfRandomJobs() throws {
-        var random = Generator(state: 42)
+        var random = SeededRandom(seed: 42)
         for _ in 0..<3000 {
             let job = Self.randomJob(&random)
             let expected = [UInt8](try JSONCoding.encoder.encode(job))
@@ -61,7 +51,7 @@ import Testing
     }
 
     @Test func listsWithAndWithoutErrors() throws {
-        var random = Generator(state: 7)
+        var random = SeededRandom(seed: 7)
         let jobs = (0..<5).map { _ in Self.randomJob(&random) }
         for list in [
             JobList(jobs: jobs), JobList(jobs: []),

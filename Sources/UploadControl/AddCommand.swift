@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import UploadWire
 
@@ -192,22 +193,14 @@ struct AddCommand: ControlCommand {
             + "/"
     }
 
-    /// A folder name as one URL path segment: what is not unreserved is percent-encoded, so a
-    /// `#`, `?` or `%` in it stays part of the name on every kind of destination.
+    /// A folder name as one URL path segment: what is not unreserved (RFC 3986) is percent-encoded,
+    /// so a `#`, `?` or `%` in it stays part of the name on every kind of destination.
     static func percentEncoded(_ name: String) -> String {
-        var encoded = ""
-        for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return encoded
+        name.addingPercentEncoding(withAllowedCharacters: unreserved) ?? name
     }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// This process's umask, which `file://` copies follow as `cp` would (reading it means setting it).
     static let processUmask: mode_t = {

@@ -147,9 +147,9 @@ final class PowerLossTests {
 
         for cut in 1...cuts {
             try mount.mount(seed: UInt64.random(in: 1...UInt64(UInt32.max), using: &random))
-            // A quarter of the lifetimes end the moment a compaction's journal is renamed into
-            // place (a clear below makes one likely): the classic rename-without-data failure.
-            let armed = Int.random(in: 0..<4, using: &random) == 0
+            // Every fourth lifetime ends the moment a compaction's journal is renamed into place:
+            // the classic rename-without-data failure.
+            let armed = cut % 4 == 0
             daemon.extraEnvironment["UPLOADD_TEST_CRASH_AT"] = armed ? "journal-compacted" : nil
             do {
                 try daemon.start()
@@ -171,22 +171,47 @@ final class PowerLossTests {
 
             let events = EventListener(socket: daemon.socket)
             // Some adds, and now and then a pause or a cancel of a job the daemon acknowledged.
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let kind = Kind.allCases.randomElement(using: &random)!
+            /// Adds one file; false when the daemon did not acknowledge it.
+            func add(_ kind: Kind, size: Int) throws -> Bool {
                 fileCount += 1
                 let name = "\(run)-\(fileCount)-\(kind.rawValue).bin"
                 let path = files.appendingPathComponent(name).path
-                let size = [1, 40_000, 600_000, 3 << 20].randomElement(using: &random)!
                 try makeRandomFile(at: path, size: size)
                 let result = try daemon.ctl(["add", path] + destination(kind))
-                if result.status == 0, let id = JobID(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                    // IDs are never given twice, even to a job added after every other was cleared.
-                    #expect(
-                        id.rawValue > highestID,
-                        "after cut \(cut) (seed \(seed)): job ID \(id) given after \(highestID)")
-                    highestID = max(highestID, id.rawValue)
-                    acknowledged[id] = Acknowledged(kind: kind, name: name, path: path)
+                guard result.status == 0, let id = JobID(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                else { return false }
+                // IDs are never given twice, even to a job added after every other was cleared.
+                #expect(
+                    id.rawValue > highestID,
+                    "after cut \(cut) (seed \(seed)): job ID \(id) given after \(highestID)")
+                highestID = max(highestID, id.rawValue)
+                acknowledged[id] = Acknowledged(kind: kind, name: name, path: path)
+                return true
+            }
+            /// Clears the finished jobs; false when the daemon died before it answered.
+            func clear() -> Bool {
+                guard let reply = try? daemon.ctlJSON(JobList.self, ["clear"]) else {
+                    // No answer (the daemon died at its crash point): done or not, as may be.
+                    for id in acknowledged.keys where !acknowledged[id]!.isGone {
+                        acknowledged[id]!.inUnansweredClear = true
+                    }
+                    return false
                 }
+                for job in reply.jobs {
+                    guard var upload = acknowledged[job.id] else { continue }
+                    if job.state == .completed, upload.kind == .put, upload.putsAtCompletion == nil {
+                        upload.putsAtCompletion = successfulPuts(of: upload.name)
+                    }
+                    upload.cleared = job
+                    upload.state = job.state
+                    acknowledged[job.id] = upload
+                }
+                return true
+            }
+
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let kind = Kind.allCases.randomElement(using: &random)!
+                _ = try add(kind, size: [1, 40_000, 600_000, 3 << 20].randomElement(using: &random)!)
             }
             let open = acknowledged.filter { !$0.value.state.isTerminal && $0.value.state != .paused }.keys.sorted()
             if let id = open.randomElement(using: &random), Int.random(in: 0..<4, using: &random) == 0 {
@@ -198,24 +223,19 @@ final class PowerLossTests {
             // Now and then a clear: finished jobs go, and with fewer live jobs the journal is
             // compacted sooner, so compactions are among the moments the power goes.
             if Int.random(in: 0..<3, using: &random) == 0 {
-                if let reply = try? daemon.ctlJSON(JobList.self, ["clear"]) {
-                    for job in reply.jobs {
-                        guard var upload = acknowledged[job.id] else { continue }
-                        if job.state == .completed, upload.kind == .put, upload.putsAtCompletion == nil {
-                            upload.putsAtCompletion = successfulPuts(of: upload.name)
-                        }
-                        upload.cleared = job
-                        upload.state = job.state
-                        acknowledged[job.id] = upload
-                    }
-                } else {
-                    // No answer (the daemon died at its crash point): done or not, as may be.
-                    for id in acknowledged.keys where !acknowledged[id]!.isGone {
-                        acknowledged[id]!.inUnansweredClear = true
-                    }
-                }
+                _ = clear()
             }
             Thread.sleep(forTimeInterval: Double.random(in: 0...0.8, using: &random))
+            // An armed lifetime goes on until it compacts (and dies there): tiny adds, each
+            // cleared once done, write records until the journal is worth compacting. So every
+            // armed lifetime, not a lucky few, ends at that moment.
+            if armed {
+                for _ in 0..<80 {
+                    guard try add(.file, size: 1) else { break }
+                    Thread.sleep(forTimeInterval: 0.02)
+                    guard clear() else { break }
+                }
+            }
             if armed && daemon.diedOfSIGKILL { cutsAtACompaction += 1 }
 
             // The power goes: the process dies with it, then the file system forgets.
@@ -281,11 +301,11 @@ final class PowerLossTests {
                 Issue.record("cleared job \(id) (\(upload.name)) is not on its server")
             }
         }
-        // Compactions ran between the cuts (compact_after = 20), and some lifetimes ended at one.
+        // Compactions ran between the cuts (compact_after = 20), and armed lifetimes ended at one.
         let log = (try? String(contentsOfFile: daemon.logPath, encoding: .utf8)) ?? ""
         let compactions = log.components(separatedBy: "journal: compacted").count - 1
         #expect(compactions >= cuts / 10, "only \(compactions) compactions in \(cuts) cuts")
-        #expect(cutsAtACompaction >= cuts / 25, "only \(cutsAtACompaction) cuts at a compaction in \(cuts)")
+        #expect(cutsAtACompaction >= cuts / 10, "only \(cutsAtACompaction) cuts at a compaction in \(cuts)")
         print(
             "power loss: survived \(cuts) power cuts (seed \(seed)); \(compactions) compactions,"
                 + " \(cutsAtACompaction) cut the moment one was renamed into place;"
@@ -332,6 +352,9 @@ final class PowerLossTests {
                 let copy = daemon.cacheDirectory + "/snapshots/\(id)"
                 var info = stat()
                 let size = stat(copy, &info) == 0 ? Int64(info.st_size) : -1
+                // The job runs from the moment the daemon is ready: it may have finished since
+                // the list, and a finished job's copy goes once its end is durable.
+                if size != job.bytesTotal, try daemon.job(id).state.isTerminal { continue }
                 #expect(
                     size == job.bytesTotal,
                     "after cut \(cut) (seed \(seed)): job \(id)'s cached copy is \(size) of \(job.bytesTotal) bytes")

@@ -304,7 +304,9 @@ final class PowerLossTests {
         // Compactions ran between the cuts (compact_after = 20), and armed lifetimes ended at one.
         let log = (try? String(contentsOfFile: daemon.logPath, encoding: .utf8)) ?? ""
         let compactions = log.components(separatedBy: "journal: compacted").count - 1
-        #expect(compactions >= cuts / 10, "only \(compactions) compactions in \(cuts) cuts")
+        #expect(
+            compactions + cutsAtACompaction >= cuts / 5,
+            "only \(compactions + cutsAtACompaction) compactions in \(cuts) cuts")
         #expect(cutsAtACompaction >= cuts / 10, "only \(cutsAtACompaction) cuts at a compaction in \(cuts)")
         print(
             "power loss: survived \(cuts) power cuts (seed \(seed)); \(compactions) compactions,"

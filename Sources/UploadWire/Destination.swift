@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A parsed DEST: where a job uploads to.
 public enum Destination: Sendable, Equatable {
@@ -20,6 +21,20 @@ public enum Destination: Sendable, Equatable {
     }
 
     public static func parse(_ text: String) throws(ParseError) -> Destination {
+        // The jobs of one add share their destination, and each is parsed at add, at every
+        // attempt and at its end; URLComponents is the costly part, so the last few are kept.
+        if let known = recentlyParsed.withLock({ $0.first { $0.text == text } }) { return known.destination }
+        let destination = try parseAnew(text)
+        recentlyParsed.withLock { recent in
+            if recent.count == 8 { recent.removeFirst() }
+            recent.append((text, destination))
+        }
+        return destination
+    }
+
+    private static let recentlyParsed = Mutex<[(text: String, destination: Destination)]>([])
+
+    private static func parseAnew(_ text: String) throws(ParseError) -> Destination {
         func fail(_ reason: String) -> ParseError { ParseError(text: text, reason: reason) }
         if text.isEmpty { throw fail("it is empty") }
         if text.contains(where: { $0.isNewline || $0 == "\0" }) { throw fail("it contains a control character") }

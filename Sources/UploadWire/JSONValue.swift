@@ -58,7 +58,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
 
     /// Decodes this value as `T`.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONCoding.decoder.decode(T.self, from: JSONCoding.encoder.encode(self))
+        try JSONValueDecoder(self).decode(type)
     }
 }
 
@@ -83,9 +83,14 @@ public enum JSONCoding {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            if let date = (try? dateStyle.parse(text)) ?? (try? wholeSecondStyle.parse(text)) { return date }
+            if let date = date(from: text) { return date }
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 date: \(text)")
         }
         return decoder
+    }
+
+    /// An ISO 8601 date with or without milliseconds, as the protocol writes them.
+    static func date(from text: String) -> Date? {
+        (try? dateStyle.parse(text)) ?? (try? wholeSecondStyle.parse(text))
     }
 }

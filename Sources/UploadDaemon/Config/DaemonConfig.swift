@@ -74,6 +74,12 @@ struct DaemonConfig: Sendable, Equatable {
     var remotes: [String: RemoteConfig] = [:]
     /// Commands run when a job ends (`on_complete`, `on_failure`), and how long they may take.
     var hooks = HookSettings()
+    /// Whether any hook is set, in `[daemon]` or on a remote: most configs have none, and then a
+    /// job's end need not look for its remote's.
+    var hasHooks: Bool {
+        hooks.onComplete != nil || hooks.onFailure != nil
+            || remotes.values.contains { $0.onComplete != nil || $0.onFailure != nil }
+    }
     /// Which endings show a desktop notification, one per batch: by default every batch's end,
     /// so that `uploadctl add ~/Videos --to nas:` says when it is done.
     var notify = NotifyPolicy.all

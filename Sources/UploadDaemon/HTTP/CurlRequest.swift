@@ -177,20 +177,35 @@ final class CurlRequest {
         if room > 0 { responseBody.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: min(room, count))) }
     }
 
-    fileprivate func appendHeaderLine(_ line: String) {
-        if line.hasPrefix("HTTP/") {
+    /// One header line as curl hands it over (with its CRLF). Parsed as bytes: Foundation's
+    /// trimming bridged every line through NSString, which showed in the profile of many small PUTs.
+    fileprivate func appendHeaderLine(_ line: UnsafeRawBufferPointer) {
+        if line.starts(with: "HTTP/".utf8) {
             responseHeaders.removeAll()  // a new response (after 100 Continue or a redirect)
             headersComplete = false
             return
         }
-        if line == "\r\n" || line == "\n" {
+        if line.elementsEqual("\r\n".utf8) || line.elementsEqual("\n".utf8) {
             headersComplete = true
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        responseHeaders.append(KeyValue(name: name, value: value))
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = Self.trimmed(line[..<colon])
+        let value = Self.trimmed(line[(colon + 1)...])
+        responseHeaders.append(
+            KeyValue(
+                name: String(decoding: UnsafeRawBufferPointer(rebasing: name), as: UTF8.self).lowercased(),
+                value: String(decoding: UnsafeRawBufferPointer(rebasing: value), as: UTF8.self)))
+    }
+
+    /// Without the spaces, tabs and line ends around it (HTTP's optional whitespace).
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
     }
 
     // MARK: Configuration
@@ -337,8 +352,8 @@ private let curlWrite: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, U
 private let curlHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     pointer, size, count, userdata in
     guard let pointer, let userdata else { return 0 }
-    let line = String(decoding: UnsafeRawBufferPointer(start: pointer, count: size * count), as: UTF8.self)
-    Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().appendHeaderLine(line)
+    Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue()
+        .appendHeaderLine(UnsafeRawBufferPointer(start: pointer, count: size * count))
     return size * count
 }
 

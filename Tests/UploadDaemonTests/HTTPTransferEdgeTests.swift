@@ -279,6 +279,35 @@ struct ChunkedAnswerTests {
         #expect(stored.withLock { $0 } == [1, 2, 2, 3, 4], "block 2 again, then the rest")
         #expect(bench.commits.entries.map(\.acked).suffix(3) == [20, 30, 35])
     }
+
+    /// Killed after the last block's acknowledgement was journaled, before the job's end was:
+    /// the last block goes again, and its answer names the file (the crash loop found this).
+    @Test func everyBlockAcknowledgedSendsTheLastAgainForTheFilesURL() async throws {
+        let bench = try TransferBench(size: 35)
+        let stored = Mutex<[Int]>([])
+        let http = ScriptedHTTP { request in
+            guard case .multipart(let parts) = request.body else { return ScriptedHTTP.answer(400) }
+            let sequence =
+                parts.lazy.compactMap { part -> Int? in
+                    if case .field("sequenceNo", let value) = part { return Int(value) }
+                    return nil
+                }.first ?? -1
+            stored.withLock { $0.append(sequence) }
+            return ScriptedHTTP.answer(200, body: #"{"code":0,"data":{"fileUrl":"http://127.0.0.1:1/f/a.bin"}}"#)
+        }
+        let resumed = bench.context(
+            .chunked, url: Self.url, chunkSize: 10,
+            checkpoint: Checkpoint(ChunkedCheckpoint(upToken: "T1", blockSize: 10, blocksAcknowledged: 4)))
+        let result = try await ChunkedTransfer(http: http).upload(resumed)
+        #expect(result.url == "http://127.0.0.1:1/f/a.bin")
+        #expect(stored.withLock { $0 } == [4], "only the last block, again")
+
+        let impossible = bench.context(
+            .chunked, url: Self.url, chunkSize: 10,
+            checkpoint: Checkpoint(ChunkedCheckpoint(upToken: "T1", blockSize: 10, blocksAcknowledged: 5)))
+        await #expect(throws: TransferFailure.self) { try await ChunkedTransfer(http: http).upload(impossible) }
+        #expect(stored.withLock { $0 } == [4], "nothing sent for an impossible checkpoint")
+    }
 }
 
 /// The protocol tables agree: every protocol but auto has a Transfer, and auto settles an http

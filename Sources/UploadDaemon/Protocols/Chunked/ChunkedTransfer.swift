@@ -28,8 +28,14 @@ struct ChunkedTransfer: Transfer {
         }
         // total / blockSize, rounded up, without an overflow for any file size.
         let blockCount = max(1, total / blockSize + (total % blockSize == 0 ? 0 : 1))
+        guard acknowledged <= blockCount else {
+            throw TransferFailure.protocolViolation(
+                "the journaled block state is impossible (\(acknowledged) of \(blockCount) blocks acknowledged)")
+        }
         var restarted = false
-        var index = acknowledged
+        // Every block acknowledged, and then a crash before the job's end was journaled: the
+        // last block goes again, as the protocol allows, for the answer that names the file.
+        var index = min(acknowledged, blockCount - 1)
         var last: (response: HTTPResponse, data: [String: Any])?
         while index < blockCount {
             let offset = index * blockSize

@@ -28,6 +28,7 @@ final class ControlConnection {
 
     let fd: Int32
     private let queue: DispatchQueue
+    private let closer: DescriptorCloser
     private let readSource: DispatchSourceRead
     private var writeSource: DispatchSourceWrite?
     private var writeSourceActive = false
@@ -58,9 +59,10 @@ final class ControlConnection {
         self.queue = queue
         self.onRequest = onRequest
         self.onClose = onClose
+        closer = DescriptorCloser(fd)
         readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         readSource.setEventHandler { [unowned self] in readAvailable() }
-        readSource.setCancelHandler { close(fd) }
+        closer.watch(readSource)
         readSource.activate()
     }
 
@@ -222,6 +224,7 @@ final class ControlConnection {
         if writeSource == nil {
             let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler { [unowned self] in flush() }
+            closer.watch(source)
             writeSource = source
         }
         if !writeSourceActive {
@@ -238,3 +241,25 @@ final class ControlConnection {
 
 @available(*, unavailable)
 extension ControlConnection: Sendable {}
+
+/// Closes a connection's descriptor once every dispatch source on it has been cancelled. Closed
+/// when only the read source was, the next accepted connection could get the same number while
+/// libdispatch still had the write source registered on it, and libdispatch then crashed the
+/// daemon ("Source finalized twice", seen once in FullDiskTests).
+///
+/// Threading: the cancel handlers run on the connection's serial queue, as `watch` does.
+private final class DescriptorCloser {
+    private let fd: Int32
+    private var watching = 0
+
+    init(_ fd: Int32) { self.fd = fd }
+
+    /// Counts `source` as one that must be cancelled before the descriptor closes.
+    func watch(_ source: any DispatchSourceProtocol) {
+        watching += 1
+        source.setCancelHandler { [self] in
+            watching -= 1
+            if watching == 0 { close(fd) }
+        }
+    }
+}

@@ -160,14 +160,23 @@ final class PowerLossTests {
                 try mount.cut()
                 continue
             }
-            if !upgradeChecked {
-                upgradeChecked = true
-                let ids = try daemon.ctlJSON(JobList.self, ["list"]).jobs.map(\.id.rawValue)
-                #expect(!ids.isEmpty && ids.allSatisfy { $0 < inherited }, "the 0.2 journal was read: \(ids)")
+            do {
+                if !upgradeChecked {
+                    let ids = try daemon.ctlJSON(JobList.self, ["list"]).jobs.map(\.id.rawValue)
+                    #expect(!ids.isEmpty && ids.allSatisfy { $0 < inherited }, "the 0.2 journal was read: \(ids)")
+                    upgradeChecked = true
+                }
+                let restart = try daemon.ctlJSON(DaemonStatus.self, ["status"])
+                if restart.journalDamage != nil { damageReports += 1 }
+                try checkSurvivors(daemon, &acknowledged, cut: cut, seed: seed)
+            } catch  where armed && daemon.diedOfSIGKILL {
+                // Jobs went on from the moment it was ready, and one of their ends compacted the
+                // journal before the checks were done: they run after the next start.
+                cutsAtACompaction += 1
+                daemon.crash()
+                try mount.cut()
+                continue
             }
-            let restart = try daemon.ctlJSON(DaemonStatus.self, ["status"])
-            if restart.journalDamage != nil { damageReports += 1 }
-            try checkSurvivors(daemon, &acknowledged, cut: cut, seed: seed)
 
             let events = EventListener(socket: daemon.socket)
             // Some adds, and now and then a pause or a cancel of a job the daemon acknowledged.

@@ -25,8 +25,11 @@ final class SchedulerHarness: Sendable {
         config: DaemonConfig = DaemonConfig(), fake: FakeTransfer = FakeTransfer(), reusing: TemporaryDirectory? = nil,
         start: Bool = true, crashed: Bool = false,
         reachability: @escaping @Sendable (String, Bool) async -> Reachability.Answer = { _, _ in .reachable },
-        clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:]
+        clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:], smallFilesRunWider: Bool = false
     ) async throws {
+        // As if the config set `transfers`: the tests count on the exact limit unless they ask.
+        var config = config
+        config.smallFilesRunWider = smallFilesRunWider
         directory = try reusing ?? TemporaryDirectory("uploadd-scheduler")
         try FileOps.makeDirectory(directory.path + "/state")
         (journal, replay) = try Journal.open(directory: directory.path + "/state")
@@ -59,9 +62,10 @@ final class SchedulerHarness: Sendable {
     func add(
         _ name: String, priority: Int = 0, token: String? = nil, snapshot: SnapshotMode? = nil,
         destination: String? = nil,
-        protocol uploadProtocol: UploadProtocol? = nil, image: String? = nil
+        protocol uploadProtocol: UploadProtocol? = nil, image: String? = nil, size: Int? = nil
     ) async throws -> JobID {
-        let path = try directory.write("src/" + name, "the content of \(name)\n")
+        let path = try directory.write(
+            "src/" + name, size.map { String(repeating: "x", count: $0) } ?? "the content of \(name)\n")
         var params = AddParams(source: path, destination: destination ?? "file://\(directory.path)/out/")
         params.protocol = uploadProtocol
         params.priority = priority

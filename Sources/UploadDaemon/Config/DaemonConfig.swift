@@ -52,8 +52,14 @@ struct RemoteConfig: Sendable, Equatable {
 
 /// The daemon's settings: `[daemon]` and the `[remote NAME]` sections of uploadd.conf.
 struct DaemonConfig: Sendable, Equatable {
-    /// Transfers running at once, across all jobs.
+    /// Transfers running at once, across all jobs (`TransferSlots`).
     var maxTransfers = 2
+    /// Whether small files may run beyond `maxTransfers`: while the config does not set
+    /// `transfers`; one it sets is the exact limit.
+    var smallFilesRunWider = true
+    var transferSlots: TransferSlots {
+        TransferSlots(transfers: maxTransfers, smallFilesRunWider: smallFilesRunWider)
+    }
     /// Preparations (image shrinking) at once, ahead of the uploads: one per CPU by default.
     var maxPreparations = max(ProcessInfo.processInfo.activeProcessorCount, 1)
     var retry = RetryPolicy()
@@ -211,7 +217,9 @@ struct DaemonConfig: Sendable, Equatable {
                     return value
                 }
                 switch entry.key {
-                case "transfers", "max_transfers": maxTransfers = try number(1...64)
+                case "transfers", "max_transfers":
+                    maxTransfers = try number(1...64)
+                    smallFilesRunWider = false
                 case "preparations", "max_preparations": maxPreparations = try number(1...64)
                 case "retry_attempts": retry.maxAttempts = try number(1...1000)
                 case "retry_for": retry.maxDuration = .seconds(try number(0...315_360_000))

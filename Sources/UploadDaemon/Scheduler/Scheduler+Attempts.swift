@@ -52,7 +52,8 @@ extension Scheduler {
                 makeTransfer: { try makeTransfer($0, http) }, http: http, reachability: reachability)
             await self.attemptEnded(id, outcome: outcome)
         }
-        running[id] = RunningAttempt(task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target)
+        running[id] = RunningAttempt(
+            task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft)
     }
 
     /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.

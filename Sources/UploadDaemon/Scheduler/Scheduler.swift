@@ -40,6 +40,8 @@ actor Scheduler {
         var meter: ProgressMeter
         var ackedAtStart: Int64
         var target: ResolvedTarget
+        /// What it had left to send when it started (`TransferSlots`).
+        var bytesLeft: Int64
     }
 
     let dependencies: Dependencies
@@ -334,7 +336,8 @@ actor Scheduler {
     /// the only suspect, and only it is failed.
     func fillSlots() {
         var skipped: [Job] = []
-        while !stopping, running.count < config.maxTransfers, !isRunningASuspect, let id = ready.popFirst() {
+        let slots = config.transferSlots
+        while !stopping, running.count < slots.mostAtOnce, !isRunningASuspect, let id = ready.popFirst() {
             guard let job = store.jobs[id], job.state == .queued else { continue }
             if job.needsPreparation {
                 enqueue(job)  // its turn comes once it is prepared
@@ -346,6 +349,10 @@ actor Scheduler {
             }
             if job.crashes > 0 && !running.isEmpty {
                 ready.insert(id, at: job.place)
+                break
+            }
+            guard slots.mayStart(bytesLeft: job.bytesLeft, running: running.values.map(\.bytesLeft)) else {
+                ready.insert(id, at: job.place)  // the queue's order holds: nothing starts ahead of it
                 break
             }
             startAttempt(job)

@@ -244,17 +244,21 @@ struct TusAnswerTests {
 struct ChunkedAnswerTests {
     static let url = "http://127.0.0.1:1/upload"
 
+    /// The `sequenceNo` field of a block request (0 for the init); nil when it is not multipart.
+    static func sequenceNumber(of request: HTTPRequest) -> Int? {
+        guard case .multipart(let parts) = request.body else { return nil }
+        return parts.lazy.compactMap { part -> Int? in
+            if case .field("sequenceNo", let value) = part { return Int(value) }
+            return nil
+        }.first ?? -1
+    }
+
     @Test func theUnacknowledgedBlockIsSentAgainAndTheUploadGoesOn() async throws {
         let bench = try TransferBench(size: 35)
         let stored = Mutex<[Int]>([])
         let loseAnswerTo = Mutex<Int?>(2)
         let http = ScriptedHTTP { request in
-            guard case .multipart(let parts) = request.body else { return ScriptedHTTP.answer(400) }
-            let sequence =
-                parts.lazy.compactMap { part -> Int? in
-                    if case .field("sequenceNo", let value) = part { return Int(value) }
-                    return nil
-                }.first ?? -1
+            guard let sequence = Self.sequenceNumber(of: request) else { return ScriptedHTTP.answer(400) }
             if sequence == 0 { return ScriptedHTTP.answer(200, body: #"{"code":0,"data":{"upToken":"T1"}}"#) }
             stored.withLock { $0.append(sequence) }
             if loseAnswerTo.withLock({ lost in
@@ -286,12 +290,7 @@ struct ChunkedAnswerTests {
         let bench = try TransferBench(size: 35)
         let stored = Mutex<[Int]>([])
         let http = ScriptedHTTP { request in
-            guard case .multipart(let parts) = request.body else { return ScriptedHTTP.answer(400) }
-            let sequence =
-                parts.lazy.compactMap { part -> Int? in
-                    if case .field("sequenceNo", let value) = part { return Int(value) }
-                    return nil
-                }.first ?? -1
+            guard let sequence = Self.sequenceNumber(of: request) else { return ScriptedHTTP.answer(400) }
             stored.withLock { $0.append(sequence) }
             return ScriptedHTTP.answer(200, body: #"{"code":0,"data":{"fileUrl":"http://127.0.0.1:1/f/a.bin"}}"#)
         }

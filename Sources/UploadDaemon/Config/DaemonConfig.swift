@@ -57,9 +57,6 @@ struct DaemonConfig: Sendable, Equatable {
     /// Whether small files may run beyond `maxTransfers`: while the config does not set
     /// `transfers`; one it sets is the exact limit.
     var smallFilesRunWider = true
-    var transferSlots: TransferSlots {
-        TransferSlots(transfers: maxTransfers, smallFilesRunWider: smallFilesRunWider)
-    }
     /// Preparations (image shrinking) at once, ahead of the uploads: one per CPU by default.
     var maxPreparations = max(ProcessInfo.processInfo.activeProcessorCount, 1)
     var retry = RetryPolicy()

@@ -31,6 +31,12 @@ struct TransferSlots: Equatable {
     }
 }
 
+extension DaemonConfig {
+    var transferSlots: TransferSlots {
+        TransferSlots(transfers: maxTransfers, smallFilesRunWider: smallFilesRunWider)
+    }
+}
+
 extension Job {
     /// What is left to send.
     var bytesLeft: Int64 { max(bytesTotal - bytesAcked, 0) }

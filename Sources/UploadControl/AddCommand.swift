@@ -196,11 +196,8 @@ struct AddCommand: ControlCommand {
     /// A folder name as one URL path segment: what is not unreserved (RFC 3986) is percent-encoded,
     /// so a `#`, `?` or `%` in it stays part of the name on every kind of destination.
     static func percentEncoded(_ name: String) -> String {
-        name.addingPercentEncoding(withAllowedCharacters: unreserved) ?? name
+        name.addingPercentEncoding(withAllowedCharacters: URLUnreserved.characters) ?? name
     }
-
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// This process's umask, which `file://` copies follow as `cp` would (reading it means setting it).
     static let processUmask: mode_t = {

@@ -115,20 +115,8 @@ struct TargetResolver: Sendable {
     static func percentEncodedPathComponent(_ name: String) -> String {
         // Most names need nothing (letters, digits, `-._~`): no CharacterSet work then, which
         // showed in the profile of many small files.
-        if name.utf8.allSatisfy({ isUnreserved($0) }) { return name }
+        if name.utf8.allSatisfy(URLUnreserved.contains) { return name }
         return name.addingPercentEncoding(withAllowedCharacters: pathComponentAllowed) ?? name
-    }
-
-    /// RFC 3986's unreserved bytes: never percent-encoded.
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-            UInt8(ascii: "~"):
-            return true
-        default:
-            return false
-        }
     }
 
     private static let pathComponentAllowed: CharacterSet = {

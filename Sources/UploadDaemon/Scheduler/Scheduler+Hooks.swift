@@ -16,7 +16,7 @@ extension Scheduler {
     func hookCommand(for job: Job) -> HookCommand? { Self.hookCommand(for: job, config: config) }
 
     static func hookCommand(for job: Job, config: DaemonConfig) -> HookCommand? {
-        guard job.state == .completed || job.state == .failed, config.hasHooks else { return nil }
+        guard config.hasHooks else { return nil }
         let remote: RemoteConfig? =
             if case .remote(let name, _)? = try? Destination.parse(job.spec.destination) {
                 config.remotes[name]

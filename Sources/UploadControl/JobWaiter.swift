@@ -68,6 +68,30 @@ enum JobWaiter {
     enum Selection {
         case ids([JobID])
         case batch(JobID)
+
+        /// The subscription that follows these jobs, answered with their current state.
+        func subscription(kinds: [ControlEvent]?) -> SubscribeParams {
+            switch self {
+            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, snapshot: true)
+            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, snapshot: true)
+            }
+        }
+
+        /// The jobs to wait for, once `current` (the subscription's snapshot) is known: every
+        /// named job must exist, and a batch must have jobs.
+        func ids(in current: JobList) throws -> [JobID] {
+            switch self {
+            case .ids(let named):
+                let known = Set(current.jobs.map(\.id))
+                if let missing = named.first(where: { !known.contains($0) }) { throw RPCError.jobNotFound(missing) }
+                return named
+            case .batch(let batch):
+                guard !current.jobs.isEmpty else {
+                    throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
+                }
+                return current.jobs.map(\.id)
+            }
+        }
     }
 
     /// Subscribes to the jobs with a snapshot of their current state, then follows `job.state`
@@ -81,24 +105,8 @@ enum JobWaiter {
         onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
     ) throws -> JobTracker {
         let kinds: [ControlEvent]? = progress ? nil : [.state, .removed]
-        let params =
-            switch selection {
-            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, snapshot: true)
-            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, snapshot: true)
-            }
-        let current = try connection.call(.subscribe, params: params, as: JobList.self)
-        let ids: [JobID]
-        switch selection {
-        case .ids(let named):
-            let known = Set(current.jobs.map(\.id))
-            if let missing = named.first(where: { !known.contains($0) }) { throw RPCError.jobNotFound(missing) }
-            ids = named
-        case .batch(let batch):
-            ids = current.jobs.map(\.id)
-            guard !ids.isEmpty else {
-                throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
-            }
-        }
+        let current = try connection.call(.subscribe, params: selection.subscription(kinds: kinds), as: JobList.self)
+        let ids = try selection.ids(in: current)
         var tracker = JobTracker(ids: ids)
         // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
         let early = connection.takeQueuedNotifications()

@@ -108,62 +108,137 @@ public struct FileIdentity: Codable, Sendable, Equatable {
 }
 
 /// A job as the daemon keeps it: the spec plus everything that changes.
-public struct Job: Decodable, Sendable, Equatable {
-    public var id: JobID
-    public var spec: JobSpec
-    public var state: JobState
+///
+/// A job is one reference to its fields, copied on write as `Array` is. A queue keeps its jobs in
+/// a dictionary that has up to 2.6 slots per job (100,000 jobs take 262,144), so a slot costs 8
+/// bytes rather than the 570 of the fields themselves, and a copy of a job costs a retain.
+public struct Job: Sendable, Equatable, Decodable {
+    private var storage: Storage
+
+    public init(id: JobID, spec: JobSpec, createdAt: Date) {
+        storage = Storage(Fields(id: id, spec: spec, createdAt: createdAt))
+    }
+
+    /// Reads uploadd 0.1's JSON journal (format 1).
+    public init(from decoder: any Decoder) throws {
+        storage = Storage(try Fields(from: decoder))
+    }
+
+    public static func == (lhs: Job, rhs: Job) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+    }
+
+    /// The fields, for changing in place: copied first when another job value shares them.
+    private var fields: Fields {
+        get { storage.fields }
+        _modify {
+            if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+            yield &storage.fields
+        }
+    }
+
+    public var id: JobID {
+        get { storage.fields.id }
+        _modify { yield &fields.id }
+    }
+    public var spec: JobSpec {
+        get { storage.fields.spec }
+        _modify { yield &fields.spec }
+    }
+    public var state: JobState {
+        get { storage.fields.state }
+        _modify { yield &fields.state }
+    }
     /// The protocol actually used, once `auto` has been resolved.
-    public var resolvedProtocol: UploadProtocol?
-    public var snapshot: SourceSnapshot?
-    public var bytesTotal: Int64
+    public var resolvedProtocol: UploadProtocol? {
+        get { storage.fields.resolvedProtocol }
+        _modify { yield &fields.resolvedProtocol }
+    }
+    public var snapshot: SourceSnapshot? {
+        get { storage.fields.snapshot }
+        _modify { yield &fields.snapshot }
+    }
+    public var bytesTotal: Int64 {
+        get { storage.fields.bytesTotal }
+        _modify { yield &fields.bytesTotal }
+    }
     /// Bytes the server has committed. Never goes backwards within an upload.
-    public var bytesAcked: Int64
-    public var checkpoint: Checkpoint?
+    public var bytesAcked: Int64 {
+        get { storage.fields.bytesAcked }
+        _modify { yield &fields.bytesAcked }
+    }
+    public var checkpoint: Checkpoint? {
+        get { storage.fields.rare.value.checkpoint }
+        _modify { yield &fields.rare.value.checkpoint }
+    }
     /// Transfer attempts started, in all.
-    public var attempts: Int
+    public var attempts: Int {
+        get { storage.fields.attempts }
+        _modify { yield &fields.attempts }
+    }
     /// Failed attempts in a row that made no progress: what the retry budget counts.
-    public var failuresWithoutProgress: Int
-    public var nextAttemptAt: Date?
-    public var error: JobError?
-    public var result: JobResult?
-    public var createdAt: Date
-    public var updatedAt: Date
-    public var history: [JobEvent]
+    public var failuresWithoutProgress: Int {
+        get { storage.fields.failuresWithoutProgress }
+        _modify { yield &fields.failuresWithoutProgress }
+    }
+    public var nextAttemptAt: Date? {
+        get { storage.fields.rare.value.nextAttemptAt }
+        _modify { yield &fields.rare.value.nextAttemptAt }
+    }
+    public var error: JobError? {
+        get { storage.fields.rare.value.error }
+        _modify { yield &fields.rare.value.error }
+    }
+    public var result: JobResult? {
+        get { storage.fields.rare.value.result }
+        _modify { yield &fields.rare.value.result }
+    }
+    public var createdAt: Date {
+        get { storage.fields.createdAt }
+        _modify { yield &fields.createdAt }
+    }
+    public var updatedAt: Date {
+        get { storage.fields.updatedAt }
+        _modify { yield &fields.updatedAt }
+    }
+    public var history: [JobEvent] {
+        get { storage.fields.history }
+        _modify { yield &fields.history }
+    }
     /// Attempts in a row during which the daemon died (a crash, a kill, a power cut): a job
     /// that takes the daemon down twice is failed rather than run a third time.
-    public var crashes = 0
+    public var crashes: Int {
+        get { storage.fields.crashes }
+        _modify { yield &fields.crashes }
+    }
     /// When the current run of failed attempts began (nil while none failed): the time budget of
     /// `RetryPolicy` counts from here.
-    public var failingSince: Date?
+    public var failingSince: Date? {
+        get { storage.fields.rare.value.failingSince }
+        _modify { yield &fields.rare.value.failingSince }
+    }
     /// The file preparation made, once made: what every attempt sends instead of the snapshot.
-    public var prepared: PreparedFile?
+    public var prepared: PreparedFile? {
+        get { storage.fields.rare.value.prepared }
+        _modify { yield &fields.rare.value.prepared }
+    }
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
-    public var rank: Int64?
+    public var rank: Int64? {
+        get { storage.fields.rank }
+        _modify { yield &fields.rank }
+    }
     /// The job ended and its `on_complete`/`on_failure` hook has not run yet. Set in the record
     /// that ends the job and cleared once the hook ran, so a hook cut off by a crash runs after
     /// the restart. Absent in older records: nothing pending.
-    public var hookPending = false
+    public var hookPending: Bool {
+        get { storage.fields.hookPending }
+        _modify { yield &fields.hookPending }
+    }
     /// Counts the job's changes (`JournalState.apply` raises it with every record of the job), so
     /// clients can order what they hear of it. Journaled, so it keeps growing across restarts.
-    public var revision: UInt64 = 0
-
-    /// The fields of uploadd 0.1's JSON journal (format 1, read only).
-    enum CodingKeys: String, CodingKey {
-        case id, spec, state, resolvedProtocol, snapshot, bytesTotal, bytesAcked, checkpoint, attempts
-        case failuresWithoutProgress, nextAttemptAt, error, result, createdAt, updatedAt, history
-    }
-
-    public init(id: JobID, spec: JobSpec, createdAt: Date) {
-        self.id = id
-        self.spec = spec
-        self.state = .queued
-        self.bytesTotal = 0
-        self.bytesAcked = 0
-        self.attempts = 0
-        self.failuresWithoutProgress = 0
-        self.createdAt = createdAt
-        self.updatedAt = createdAt
-        self.history = []
+    public var revision: UInt64 {
+        get { storage.fields.revision }
+        _modify { yield &fields.revision }
     }
 
     /// Where the job stands in the queue.
@@ -182,4 +257,97 @@ public struct Job: Decodable, Sendable, Equatable {
     }
 
     public static let historyLimit = 20
+}
+
+extension Job {
+    /// What a job holds; `Job`'s properties describe each field.
+    fileprivate struct Fields: Sendable, Equatable, Decodable {
+        var id: JobID
+        var spec: JobSpec
+        var state: JobState = .queued
+        var resolvedProtocol: UploadProtocol?
+        var snapshot: SourceSnapshot?
+        var bytesTotal: Int64 = 0
+        var bytesAcked: Int64 = 0
+        var attempts = 0
+        var failuresWithoutProgress = 0
+        var createdAt: Date
+        var updatedAt: Date
+        var history: [JobEvent] = []
+        var crashes = 0
+        var rank: Int64?
+        var hookPending = false
+        var revision: UInt64 = 0
+        var rare = OutOfLine()
+
+        init(id: JobID, spec: JobSpec, createdAt: Date) {
+            self.id = id
+            self.spec = spec
+            self.createdAt = createdAt
+            self.updatedAt = createdAt
+        }
+
+        /// The fields of uploadd 0.1's JSON journal (format 1, read only).
+        enum CodingKeys: String, CodingKey {
+            case id, spec, state, resolvedProtocol, snapshot, bytesTotal, bytesAcked, checkpoint, attempts
+            case failuresWithoutProgress, nextAttemptAt, error, result, createdAt, updatedAt, history
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(JobID.self, forKey: .id)
+            spec = try container.decode(JobSpec.self, forKey: .spec)
+            state = try container.decode(JobState.self, forKey: .state)
+            resolvedProtocol = try container.decodeIfPresent(UploadProtocol.self, forKey: .resolvedProtocol)
+            snapshot = try container.decodeIfPresent(SourceSnapshot.self, forKey: .snapshot)
+            bytesTotal = try container.decode(Int64.self, forKey: .bytesTotal)
+            bytesAcked = try container.decode(Int64.self, forKey: .bytesAcked)
+            attempts = try container.decode(Int.self, forKey: .attempts)
+            failuresWithoutProgress = try container.decode(Int.self, forKey: .failuresWithoutProgress)
+            createdAt = try container.decode(Date.self, forKey: .createdAt)
+            updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+            history = try container.decode([JobEvent].self, forKey: .history)
+            rare.value.checkpoint = try container.decodeIfPresent(Checkpoint.self, forKey: .checkpoint)
+            rare.value.nextAttemptAt = try container.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
+            rare.value.error = try container.decodeIfPresent(JobError.self, forKey: .error)
+            rare.value.result = try container.decodeIfPresent(JobResult.self, forKey: .result)
+        }
+    }
+
+    /// What most queued jobs have never set, or no longer have: kept out of line, so that a
+    /// queued job does not carry 230 bytes of nothing.
+    fileprivate struct RareFields: Sendable, Equatable {
+        var checkpoint: Checkpoint?
+        var nextAttemptAt: Date?
+        var error: JobError?
+        var result: JobResult?
+        var failingSince: Date?
+        var prepared: PreparedFile?
+    }
+
+    /// The rare fields behind a reference, and no reference at all while none is set. Every change
+    /// makes a new box (they change a few times in a job's life), so a box never changes while
+    /// another job shares it.
+    fileprivate struct OutOfLine: Sendable, Equatable {
+        private final class Box: Sendable {
+            let value: RareFields
+            init(_ value: RareFields) { self.value = value }
+        }
+        private var box: Box?
+
+        var value: RareFields {
+            get { box?.value ?? RareFields() }
+            set { box = newValue == RareFields() ? nil : Box(newValue) }
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
+    }
+
+    /// Changed only through `fields`, which copies it first unless this job is its only owner (the
+    /// copy-on-write of the standard library's collections): no two threads ever change one.
+    fileprivate final class Storage: @unchecked Sendable {
+        var fields: Fields
+
+        init(_ fields: Fields) { self.fields = fields }
+    }
 }

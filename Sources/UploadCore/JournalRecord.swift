@@ -130,6 +130,18 @@ public enum JournalFormat {
     /// Decodes a whole journal file. Never throws on damage: it returns every record before it and
     /// says where and why it stopped. Throws only when the file is not a journal we can read at all.
     public static func decode(_ bytes: [UInt8]) throws(JournalFormatError) -> JournalContents {
+        var records: [JournalRecord] = []
+        var contents = try decode(bytes) { records.append($0) }
+        contents.records = records
+        return contents
+    }
+
+    /// Decodes a whole journal file as `decode(_:)` does, handing each record to `each` as it is
+    /// read rather than keeping them: replay holds one record at a time, not the whole queue twice.
+    /// The contents returned have no records; `recordCount` counts them.
+    public static func decode(_ bytes: [UInt8], each: (JournalRecord) -> Void) throws(JournalFormatError)
+        -> JournalContents
+    {
         if bytes.isEmpty { return JournalContents(records: [], validLength: 0, damage: nil) }
         guard bytes.count >= headerSize else {
             return JournalContents(
@@ -140,14 +152,14 @@ public enum JournalFormat {
         guard version <= Self.version else { throw .newerVersion(version) }
         guard version >= 1 else { throw .notAJournal }
 
-        var records: [JournalRecord] = []
+        var count = 0
         let formatOne = version < 2 ? JSONDecoder() : nil
         var offset = headerSize
         while offset < bytes.count {
             func damage(_ reason: String) -> JournalContents {
                 JournalContents(
-                    records: records, validLength: offset, damage: JournalDamage(offset: offset, reason: reason),
-                    version: version)
+                    records: [], recordCount: count, validLength: offset,
+                    damage: JournalDamage(offset: offset, reason: reason), version: version)
             }
             guard bytes.count - offset >= frameOverhead else { return damage("a record header is torn") }
             let length = Int(readUInt32(bytes, at: offset))
@@ -166,10 +178,11 @@ public enum JournalFormat {
                 return damage("a record does not decode: \(error)")
             }
             guard let record else { return damage("unknown record type \(bytes[bodyStart])") }
-            records.append(record)
+            each(record)
+            count += 1
             offset = end
         }
-        return JournalContents(records: records, validLength: offset, damage: nil, version: version)
+        return JournalContents(records: [], recordCount: count, validLength: offset, damage: nil, version: version)
     }
 
     /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
@@ -221,12 +234,26 @@ public enum JournalFormat {
 
 /// What a journal file holds, up to the first damage.
 public struct JournalContents: Sendable {
+    /// Every record, in order; empty when they were handed out one by one (`decode(_:each:)`).
     public var records: [JournalRecord]
+    /// How many records were read.
+    public var recordCount: Int
     /// Bytes from the start of the file that are whole and valid.
     public var validLength: Int
     public var damage: JournalDamage?
     /// The file's format version (an empty file counts as the current one).
     public var version: UInt32 = JournalFormat.version
+
+    public init(
+        records: [JournalRecord], recordCount: Int? = nil, validLength: Int, damage: JournalDamage?,
+        version: UInt32 = JournalFormat.version
+    ) {
+        self.records = records
+        self.recordCount = recordCount ?? records.count
+        self.validLength = validLength
+        self.damage = damage
+        self.version = version
+    }
 }
 
 /// Where a journal stopped being readable, and why.

@@ -24,7 +24,9 @@ public struct JournalState: Sendable {
         case .job(var job):
             // A record carries the revision its job had before this change; a compacted one, the
             // revision it reached.
-            job.revision = max(job.revision, (jobs[job.id]?.revision ?? 0) + 1)
+            let revision = max(job.revision, (jobs[job.id]?.revision ?? 0) + 1)
+            if job.revision != revision { job.revision = revision }  // a change copies the job's fields
+            shareStrings(of: &job)
             if let old = jobs.updateValue(job, forKey: job.id) { count(old, -1) }
             count(job, +1)
             nextID = max(nextID, job.id.rawValue + 1)
@@ -63,6 +65,24 @@ public struct JournalState: Sendable {
         }
     }
 
+    /// The last job's strings that the next job is likely to repeat: the jobs of one add share
+    /// their destination, and their history begins with the same line.
+    private var recentStrings = RecentStrings()
+
+    /// Lets a job share its destination, its snapshot's path (the source itself, for an original)
+    /// and its first history line with those of the last job recorded, when they are equal: in a
+    /// queue of 100,000 jobs from a few adds, each is otherwise a string of its own.
+    private mutating func shareStrings(of job: inout Job) {
+        if let shared = recentStrings.share(job.spec.destination, \.destination) { job.spec.destination = shared }
+        let source = job.spec.source
+        if let path = job.snapshot?.path, path == source, !path.sharesStorage(with: source) {
+            job.snapshot?.path = source
+        }
+        if let first = job.history.first?.message, let shared = recentStrings.share(first, \.firstEvent) {
+            job.history[0].message = shared
+        }
+    }
+
     private mutating func count(_ job: Job, _ change: Int) {
         stateCounts[job.state, default: 0] += change
         guard let batch = job.spec.batch, !job.state.isTerminal else { return }
@@ -87,5 +107,31 @@ extension JobProgress {
         var writer = BinaryWriter()
         JournalRecord.progress(self).writePayload(to: &writer)
         return ForeignRecord(type: JournalRecord.progress(self).typeCode, payload: writer.bytes, jobID: id)
+    }
+}
+
+/// The strings `JournalState.shareStrings` compares the next job's with.
+private struct RecentStrings: Sendable {
+    var destination = ""
+    var firstEvent = ""
+
+    /// The kept string when `text` equals it but is stored apart (assigning it shares the storage);
+    /// nil when `text` is the one to keep (a different string, now kept) or already shared.
+    mutating func share(_ text: String, _ kept: WritableKeyPath<RecentStrings, String>) -> String? {
+        if self[keyPath: kept] == text {
+            return text.sharesStorage(with: self[keyPath: kept]) ? nil : self[keyPath: kept]
+        }
+        self[keyPath: kept] = text
+        return nil
+    }
+}
+
+extension String {
+    /// Whether two equal strings are one buffer (or both small enough to live inline, where there
+    /// is nothing to share).
+    fileprivate func sharesStorage(with other: String) -> Bool {
+        var mine = self
+        var theirs = other
+        return mine.withUTF8 { a in theirs.withUTF8 { b in a.baseAddress == b.baseAddress || a.count <= 15 } }
     }
 }

@@ -139,6 +139,7 @@ final class Daemon: Sendable {
             "journal replayed: \(replay.state.jobs.count) jobs from \(replay.recordCount) records in \(String(format: "%.0f", Date().timeIntervalSince(replayStart) * 1000)) ms"
         )
 
+        HeapTrimmer.trim()  // what replay read and decoded: the whole journal, once
         let snapshots = SnapshotCache(cacheDirectory: options.cacheDirectory)
         try snapshots.prepare()
         HTTPClient.globalInit()

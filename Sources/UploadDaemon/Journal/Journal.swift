@@ -98,8 +98,9 @@ final class Journal: Sendable {
         do {
             let bytes = try FileOps.readFile(path, followSymlinks: false)
             let contents: JournalContents
+            var replayed = JournalState()
             do {
-                contents = try JournalFormat.decode(bytes)
+                contents = try JournalFormat.decode(bytes) { replayed.apply($0) }
             } catch {
                 throw JournalOpenError(message: "\(path): \(error)")
             }
@@ -110,7 +111,7 @@ final class Journal: Sendable {
                 try FileOps.writeAtomically(Array(bytes[found.offset...]), to: copy)
                 damage =
                     "journal damaged at byte \(found.offset) of \(bytes.count): \(found.reason);"
-                    + " kept \(contents.records.count) records before it, moved the rest to \(copy)"
+                    + " kept \(contents.recordCount) records before it, moved the rest to \(copy)"
                 if validLength < JournalFormat.headerSize { validLength = 0 }
                 try syscall("truncate", path: path) { ftruncate(fd, off_t(validLength)) }
             }
@@ -124,8 +125,6 @@ final class Journal: Sendable {
             }
             try syscall("fsync", path: path) { fsync(fd) }
             try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
-            var replayed = JournalState()
-            for record in contents.records { replayed.apply(record) }
             let upgrading = contents.version < JournalFormat.version
             var idsSeenPastDamage = false
             if let found = contents.damage,
@@ -155,11 +154,11 @@ final class Journal: Sendable {
                 Log.notice(
                     "journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
             }
-            let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.records.count)
+            let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.recordCount)
             journal.startWriter()
             return (
                 journal,
-                Replay(state: replayed, recordCount: contents.records.count, fileBytes: validLength, damage: damage)
+                Replay(state: replayed, recordCount: contents.recordCount, fileBytes: validLength, damage: damage)
             )
         } catch {
             Glibc.close(fd)

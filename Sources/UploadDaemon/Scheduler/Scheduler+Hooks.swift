@@ -45,7 +45,7 @@ extension Scheduler {
 
     /// Runs, after a restart, the hooks the last run owed.
     func runOwedHooks() {
-        for job in store.jobs.values.sorted(by: { $0.id < $1.id }) where job.hookPending { queueHook(job.id) }
+        for id in store.jobs.values.lazy.filter(\.hookPending).map(\.id).sorted() { queueHook(id) }
     }
 
     private func queueHook(_ id: JobID) {

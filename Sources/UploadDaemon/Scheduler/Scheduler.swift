@@ -131,11 +131,12 @@ actor Scheduler {
         // daemon starts up must not be taken for an orphan (socket activation queues that add
         // before the daemon even runs). Completed and canceled jobs are done with their copies; a
         // kill between their final record and the copy's deletion leaves one behind.
-        dependencies.snapshots.removeOrphans(
-            keeping: Set(
-                store.jobs.values.filter { $0.state != .completed && $0.state != .canceled }.flatMap { job in
-                    [job.snapshot?.isCached == true ? job.snapshot?.path : nil, job.prepared?.path].compactMap { $0 }
-                }))
+        var cachedFiles = Set<String>()
+        for job in store.jobs.values where job.state != .completed && job.state != .canceled {
+            if let snapshot = job.snapshot, snapshot.isCached { cachedFiles.insert(snapshot.path) }
+            if let prepared = job.prepared { cachedFiles.insert(prepared.path) }
+        }
+        dependencies.snapshots.removeOrphans(keeping: cachedFiles)
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.

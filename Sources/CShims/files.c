@@ -7,6 +7,10 @@ int CShims_open_path_flag(void) {
     return O_PATH;
 }
 
+int CShims_start_writeback(int fd) {
+    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>

@@ -92,6 +92,30 @@ struct SnapshotCacheTests {
         #expect(FileManager.default.fileExists(atPath: path), "discard never deletes the user's file")
     }
 
+    /// How `job.add` of many files works: every copy made first, then each synced by its name.
+    @Test func aCopySyncedLaterHasItsBytesAndItsIdentity() throws {
+        let snapshot = try cache.snapshot(source: try source(), id: JobID(7), mode: .copy, syncNow: false)
+        try cache.makeDurable(snapshot)
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
+        var info = stat()
+        #expect(stat(snapshot.path, &info) == 0)
+        #expect(snapshot.cachedCopy?.inode == UInt64(info.st_ino))
+
+        let original = try cache.snapshot(source: try source("photo.jpeg"), id: JobID(8), mode: .none, syncNow: false)
+        try cache.makeDurable(original)  // nothing owed: the user's file is not the cache's to sync
+    }
+
+    /// The cache folder is uploadd's alone, but a name that has become a link is not followed.
+    @Test func aCopyReplacedByALinkIsNotSyncedThroughIt() throws {
+        let snapshot = try cache.snapshot(source: try source(), id: JobID(7), mode: .copy, syncNow: false)
+        unlink(snapshot.path)
+        #expect(symlink(try source("elsewhere"), snapshot.path) == 0)
+        let error = #expect(throws: SystemError.self) { try cache.makeDurable(snapshot) }
+        #expect(error?.errno == ELOOP)
+        unlink(snapshot.path)
+        #expect(throws: SystemError.self) { try cache.makeDurable(snapshot) }
+    }
+
     @Test func anEarlierFileWithTheSameIDIsReplaced() throws {
         try directory.write("cache/snapshots/5", "stale")
         let snapshot = try cache.snapshot(source: try source(), id: JobID(5), mode: .copy)

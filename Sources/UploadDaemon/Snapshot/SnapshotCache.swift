@@ -67,7 +67,12 @@ struct SnapshotCache: Sendable {
             modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
-    func snapshot(source: String, id: JobID, mode: SnapshotMode) throws(TransferFailure) -> SourceSnapshot {
+    /// `syncNow` false: a copy's pages are only on their way to the disk when this returns, and
+    /// `makeDurable` must fsync it before the job is journaled. Adds of many files copy them all
+    /// first and then fsync them, so the file system commits them together rather than one by one.
+    func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true) throws(TransferFailure)
+        -> SourceSnapshot
+    {
         let sourceFD = try SourceCheck.openRegularFile(source)
         defer { close(sourceFD) }
         let original = Self.original(source, fd: sourceFD)
@@ -89,7 +94,7 @@ struct SnapshotCache: Sendable {
             close(targetFD)
             if !done { unlink(target) }
         }
-        if CShims_reflink(targetFD, sourceFD) == 0, fsync(targetFD) == 0 {
+        if CShims_reflink(targetFD, sourceFD) == 0, Self.sync(targetFD, now: syncNow) {
             done = true
             var snapshot = SourceSnapshot(
                 kind: .reflink, path: target, size: original.size, device: original.device, inode: original.inode,
@@ -110,6 +115,9 @@ struct SnapshotCache: Sendable {
         }
         do {
             try copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
+            // fsync, not fdatasync: the copy's mtime is part of its identity (`FileIdentity`) and
+            // must survive a power cut as its bytes do.
+            if !Self.sync(targetFD, now: syncNow) { throw SystemError("fsync", path: target) }
         } catch {
             let noSpace = (error as? SystemError)?.isNoSpace ?? false
             if noSpace && mode == .auto { return original }
@@ -123,6 +131,24 @@ struct SnapshotCache: Sendable {
             modificationTimeNanoseconds: original.modificationTimeNanoseconds)
         snapshot.cachedCopy = Self.identity(of: targetFD)
         return snapshot
+    }
+
+    /// fsync now, or start the writeback that a later fsync (`makeDurable`) waits for.
+    private static func sync(_ fd: Int32, now: Bool) -> Bool {
+        if now { return fsync(fd) == 0 }
+        _ = CShims_start_writeback(fd)  // only a head start: where it fails, the fsync does it all
+        return true
+    }
+
+    /// The fsync a copy made with `syncNow: false` still owes, by its name in the cache (a folder
+    /// only uploadd writes to; the name is not followed if it is a link). Nothing to do for the
+    /// original file.
+    func makeDurable(_ snapshot: SourceSnapshot) throws {
+        guard snapshot.isCached else { return }
+        let fd = open(snapshot.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open", path: snapshot.path) }
+        defer { close(fd) }
+        try syscall("fsync", path: snapshot.path) { fsync(fd) }
     }
 
     /// The cached copy's own inode and mtime, journaled so that a file put in its place is noticed.
@@ -184,8 +210,8 @@ struct SnapshotCache: Sendable {
         return parts.count == 2 && JobID(String(parts[0])) != nil
     }
 
-    /// FileCopy in a loop (copy_file_range where the kernel can), then fsync so the
-    /// copy is on disk before the job that relies on it is journaled.
+    /// FileCopy in a loop (copy_file_range where the kernel can). The caller syncs the copy before
+    /// the job that relies on it is journaled.
     private func copyContents(from source: Int32, to target: Int32, length: Int64, target path: String) throws {
         var copied: Int64 = 0
         while copied < length {
@@ -194,9 +220,6 @@ struct SnapshotCache: Sendable {
             if count < 0 { throw SystemError("copy into", path: path) }
             if count == 0 { break }
         }
-        // fsync, not fdatasync: the copy's mtime is part of its identity (`FileIdentity`) and
-        // must survive a power cut as its bytes do.
-        try syscall("fsync", path: path) { fsync(target) }
     }
 }
 

@@ -39,7 +39,7 @@ public enum IncomingMessage: Sendable {
         if let reply = resultReply(line) { return .replies([reply]) }
         let value: JSONValue
         do {
-            value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
+            value = try JSONValue(parsing: line)
         } catch {
             throw .unexpectedAnswer("a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
         }

@@ -52,8 +52,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
 
     /// Encodes any Encodable as a JSONValue.
     public init<T: Encodable>(encoding value: T) throws {
-        let data = try JSONCoding.encoder.encode(value)
-        self = try JSONCoding.decoder.decode(JSONValue.self, from: data)
+        self = try JSONValue(parsing: Array(JSONCoding.encoder.encode(value)))
     }
 
     /// Decodes this value as `T`.

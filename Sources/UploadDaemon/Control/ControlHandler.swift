@@ -20,9 +20,9 @@ struct ControlHandler: Sendable {
     func handle(line: [UInt8], client: Client) async -> [UInt8]? {
         let value: JSONValue
         do {
-            value = try JSONCoding.decoder.decode(JSONValue.self, from: Data(line))
+            value = try JSONValue(parsing: line)
         } catch {
-            return Self.answerLine(RPCResponse(id: .null, error: .parseError(Self.describe(decodingError: error))))
+            return Self.answerLine(RPCResponse(id: .null, error: .parseError("not valid JSON (\(error))")))
         }
         switch value {
         case .array(let items):
@@ -264,11 +264,4 @@ struct ControlHandler: Sendable {
             ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)
     }
 
-    private static func describe(decodingError error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            if let underlying = context.underlyingError { return "not valid JSON (\(underlying.localizedDescription))" }
-            return "not valid JSON (\(context.debugDescription))"
-        }
-        return "not valid JSON"
-    }
 }

@@ -13,20 +13,39 @@ public struct RPCReply: Equatable, Sendable {
     }
 }
 
-/// A result as JSON text, decoded only into the type a command wants (or printed as it came):
-/// a list of 10,000 jobs never becomes a `JSONValue` tree.
+/// A result decoded only into the type a command wants (or printed as it came). A lone answer's
+/// result stays JSON text: a list of 10,000 jobs never becomes a `JSONValue` tree. A batch's results
+/// were read as trees with the rest of their line, and are decoded from the tree, never written
+/// out as text again to be read once more.
 public struct RPCResult: Equatable, Sendable {
-    public var json: [UInt8]
+    private enum Form: Equatable, Sendable {
+        case text([UInt8])
+        case tree(JSONValue)
+    }
+    private let form: Form
 
-    public init(json: [UInt8]) { self.json = json }
+    public init(json: [UInt8]) { form = .text(json) }
 
-    public init(_ value: JSONValue) {
-        json = (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array("null".utf8)
+    public init(_ value: JSONValue) { form = .tree(value) }
+
+    /// The result as JSON text.
+    public var json: [UInt8] {
+        switch form {
+        case .text(let text): return text
+        case .tree(let value):
+            return (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array("null".utf8)
+        }
     }
 
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONCoding.decoder.decode(T.self, from: Data(json))
+        switch form {
+        case .text(let text): return try JSONCoding.decoder.decode(T.self, from: Data(text))
+        case .tree(let value): return try value.decode(T.self)
+        }
     }
+
+    /// The same JSON text: a result read one way equals the same result read the other.
+    public static func == (lhs: RPCResult, rhs: RPCResult) -> Bool { lhs.json == rhs.json }
 }
 
 /// One line from the daemon: answers (one, or a batch's array) or a notification.

@@ -129,6 +129,44 @@ final class ClientLibraryTests {
         #expect(daemon.log(tail: 100_000).contains("more than 4 MiB of events behind"))
     }
 
+    /// Only events count toward a subscriber's 4 MiB: not the snapshot answer it is still reading.
+    /// `uploadctl wait` of 20,000 jobs was cut off with `events.overflow` at its first event,
+    /// because the 8 MiB snapshot before it was unread.
+    @Test func aBigSnapshotUnreadIsNotEventsBehind() async throws {
+        let daemon = try DaemonProcess(name: "client-snapshot")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        let (jobs, errors) = try await client.add(
+            params(try makeFiles(15_000, in: "snapshot"), snapshot: SnapshotMode.none))
+        #expect(jobs.count == 15_000 && errors.isEmpty)
+        _ = try await client.wait(for: jobs.map(\.id))
+
+        // A snapshot of 15,000 jobs is more than 4 MiB: the subscriber does not read it yet.
+        let subscriber = try RawClient(daemon.socket)
+        _ = subscriber.send(line: #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"snapshot":true}}"#)
+        try await Task.sleep(for: .milliseconds(300))
+        let removed = Array(jobs.prefix(2_000).map(\.id))
+        _ = try await client.remove(JobSelection(ids: removed))
+
+        var snapshotBytes = 0
+        var removedEvents = 0
+        var overflow = false
+        // The events may come before the answer: the snapshot is taken after the subscription began.
+        while removedEvents < removed.count || snapshotBytes == 0,
+            case .line(let line) = subscriber.readLine(timeout: 30)
+        {
+            let text = String(decoding: line, as: UTF8.self)
+            if text.contains(#""result":{"jobs":"#) && !text.contains(#""method":"#) { snapshotBytes = line.count }
+            if text.contains(#""method":"job.removed""#) { removedEvents += 1 }
+            if text.contains(#""method":"events.overflow""#) { overflow = true }
+        }
+        #expect(snapshotBytes > 4 << 20, "the snapshot is \(snapshotBytes) bytes")
+        #expect(!overflow, "the subscriber was cut off")
+        #expect(removedEvents == removed.count)
+        #expect(!daemon.log(tail: 100_000).contains("events behind"))
+    }
+
     /// An app that loses its connection subscribes again with `snapshot` and ends up knowing the
     /// final state of every job, though they kept changing while it was away.
     @Test func aResumedSubscriptionMissesNothing() async throws {

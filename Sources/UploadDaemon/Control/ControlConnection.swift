@@ -36,6 +36,12 @@ final class ControlConnection {
     private var framer = LineFramer()
     private var output: [UInt8] = []
     private var outputOffset = 0
+    /// Where the unread answers lie in `output`, oldest first from `answersHead`, and how many
+    /// bytes they hold: what is not an event, so that a subscriber's event backlog does not count
+    /// the snapshot it has not finished reading.
+    private var answers: [Range<Int>] = []
+    private var answersHead = 0
+    private var unreadAnswerBytes = 0
     private var inFlight = 0
     private var inFlightBytes = 0
     /// Sizes of the requests being worked on, oldest first (answers may come back in any order,
@@ -118,22 +124,43 @@ final class ControlConnection {
             shutDown()
             return
         }
+        answers.append(output.count..<(output.count + bytes.count))
+        unreadAnswerBytes += bytes.count
         output.append(contentsOf: bytes)
         flush()
     }
 
-    /// Queues an event line for a subscriber; one that has fallen `maxEventBacklog` behind gets
-    /// `events.overflow` as its last line and is closed once that is written. Answers to its
-    /// requests are not held to this bound (they are bounded by `maxOutput`).
+    /// Queues an event line for a subscriber; one that has fallen `maxEventBacklog` behind in its
+    /// events gets `events.overflow` as its last line and is closed once that is written. Answers
+    /// to its requests are not counted (they are bounded by `maxOutput`): `uploadctl wait` of
+    /// 20,000 jobs reads a snapshot of 8 MiB before the events that follow it.
     func sendEvent(_ bytes: [UInt8]) {
         guard !isClosed, !eventsStopped else { return }
-        guard output.count - outputOffset <= Self.maxEventBacklog else {
+        guard unreadEventBytes <= Self.maxEventBacklog else {
             eventsStopped = true
             Log.warning("control client on fd \(fd) is more than 4 MiB of events behind; sending events.overflow")
             sendAndClose(Self.overflowLine)
             return
         }
-        send(bytes)
+        output.append(contentsOf: bytes)
+        flush()
+    }
+
+    /// Bytes not yet written that are events: all unread bytes but the answers'.
+    private var unreadEventBytes: Int { output.count - outputOffset - unreadAnswerBytes }
+
+    /// Takes what was just written (everything before `outputOffset`) off the unread answers.
+    private func answersWritten() {
+        while answersHead < answers.count {
+            let range = answers[answersHead]
+            guard range.lowerBound < outputOffset else { return }
+            unreadAnswerBytes -= min(range.upperBound, outputOffset) - range.lowerBound
+            if range.upperBound > outputOffset {
+                answers[answersHead] = outputOffset..<range.upperBound
+                return
+            }
+            answersHead += 1
+        }
     }
 
     /// Sends `bytes` and closes once they are written.
@@ -207,11 +234,15 @@ final class ControlConnection {
                 return
             }
             outputOffset += written
+            answersWritten()
         }
         // A big answer (a list or clear of thousands of jobs) leaves much freed memory behind.
         if output.count >= Self.outputHighWater { HeapTrimmer.trimSoon() }
         output.removeAll(keepingCapacity: output.count < 1 << 20)
         outputOffset = 0
+        answers.removeAll(keepingCapacity: answers.count < 1024)
+        answersHead = 0
+        unreadAnswerBytes = 0
         resumeReadingIfDrained()
         if let writeSource, writeSourceActive {
             writeSource.suspend()

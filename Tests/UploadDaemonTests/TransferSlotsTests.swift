@@ -72,7 +72,9 @@ struct TransferSlotsTests {
         }
         #expect(await harness.waitForStarts(10))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(fake.started == ["s0", "s1", "s2", "big", "s3", "s4", "s5", "s6", "s7", "s8"])
+        // Started together, their transfers begin in any order: which ones, not their order.
+        #expect(fake.started.prefix(3) == ["s0", "s1", "s2"])
+        #expect(Set(fake.started.dropFirst(3)) == ["big", "s3", "s4", "s5", "s6", "s7", "s8"])
         #expect(fake.snapshot.running.count == 8)
 
         for name in ids.keys { fake.release(name) }

@@ -263,5 +263,4 @@ struct ControlHandler: Sendable {
         (try? JSONCoding.encoder.encode(response)).map { [UInt8]($0) }
             ?? Array(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.utf8)
     }
-
 }

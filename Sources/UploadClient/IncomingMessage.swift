@@ -18,7 +18,7 @@ public struct RPCReply: Equatable, Sendable {
 /// were read as trees with the rest of their line, and are decoded from the tree, never written
 /// out as text again to be read once more.
 public struct RPCResult: Equatable, Sendable {
-    private enum Form: Equatable, Sendable {
+    private enum Form: Sendable {
         case text([UInt8])
         case tree(JSONValue)
     }

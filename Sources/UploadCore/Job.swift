@@ -113,7 +113,9 @@ public struct FileIdentity: Codable, Sendable, Equatable {
 /// a dictionary that has up to 2.6 slots per job (100,000 jobs take 262,144), so a slot costs 8
 /// bytes rather than the 570 of the fields themselves, and a copy of a job costs a retain.
 public struct Job: Sendable, Equatable, Decodable {
-    private var storage: Storage
+    /// Internal rather than private so that reads inline into other modules (`@inlinable`): a
+    /// read through a call copied the whole property, a `JobSpec` for its `clientToken`.
+    @usableFromInline var storage: Storage
 
     public init(id: JobID, spec: JobSpec, createdAt: Date) {
         storage = Storage(Fields(id: id, spec: spec, createdAt: createdAt))
@@ -138,106 +140,106 @@ public struct Job: Sendable, Equatable, Decodable {
     }
 
     public var id: JobID {
-        _read { yield storage.fields.id }
+        @inlinable _read { yield storage.fields.id }
         _modify { yield &fields.id }
     }
     public var spec: JobSpec {
-        _read { yield storage.fields.spec }
+        @inlinable _read { yield storage.fields.spec }
         _modify { yield &fields.spec }
     }
     public var state: JobState {
-        _read { yield storage.fields.state }
+        @inlinable _read { yield storage.fields.state }
         _modify { yield &fields.state }
     }
     /// The protocol actually used, once `auto` has been resolved.
     public var resolvedProtocol: UploadProtocol? {
-        _read { yield storage.fields.resolvedProtocol }
+        @inlinable _read { yield storage.fields.resolvedProtocol }
         _modify { yield &fields.resolvedProtocol }
     }
     public var snapshot: SourceSnapshot? {
-        _read { yield storage.fields.snapshot }
+        @inlinable _read { yield storage.fields.snapshot }
         _modify { yield &fields.snapshot }
     }
     public var bytesTotal: Int64 {
-        _read { yield storage.fields.bytesTotal }
+        @inlinable _read { yield storage.fields.bytesTotal }
         _modify { yield &fields.bytesTotal }
     }
     /// Bytes the server has committed. Never goes backwards within an upload.
     public var bytesAcked: Int64 {
-        _read { yield storage.fields.bytesAcked }
+        @inlinable _read { yield storage.fields.bytesAcked }
         _modify { yield &fields.bytesAcked }
     }
     public var checkpoint: Checkpoint? {
-        _read { yield storage.fields.rare.value.checkpoint }
+        @inlinable _read { yield storage.fields.rare.value.checkpoint }
         _modify { yield &fields.rare.value.checkpoint }
     }
     /// Transfer attempts started, in all.
     public var attempts: Int {
-        _read { yield storage.fields.attempts }
+        @inlinable _read { yield storage.fields.attempts }
         _modify { yield &fields.attempts }
     }
     /// Failed attempts in a row that made no progress: what the retry budget counts.
     public var failuresWithoutProgress: Int {
-        _read { yield storage.fields.failuresWithoutProgress }
+        @inlinable _read { yield storage.fields.failuresWithoutProgress }
         _modify { yield &fields.failuresWithoutProgress }
     }
     public var nextAttemptAt: Date? {
-        _read { yield storage.fields.rare.value.nextAttemptAt }
+        @inlinable _read { yield storage.fields.rare.value.nextAttemptAt }
         _modify { yield &fields.rare.value.nextAttemptAt }
     }
     public var error: JobError? {
-        _read { yield storage.fields.rare.value.error }
+        @inlinable _read { yield storage.fields.rare.value.error }
         _modify { yield &fields.rare.value.error }
     }
     public var result: JobResult? {
-        _read { yield storage.fields.rare.value.result }
+        @inlinable _read { yield storage.fields.rare.value.result }
         _modify { yield &fields.rare.value.result }
     }
     public var createdAt: Date {
-        _read { yield storage.fields.createdAt }
+        @inlinable _read { yield storage.fields.createdAt }
         _modify { yield &fields.createdAt }
     }
     public var updatedAt: Date {
-        _read { yield storage.fields.updatedAt }
+        @inlinable _read { yield storage.fields.updatedAt }
         _modify { yield &fields.updatedAt }
     }
     public var history: [JobEvent] {
-        _read { yield storage.fields.history }
+        @inlinable _read { yield storage.fields.history }
         _modify { yield &fields.history }
     }
     /// Attempts in a row during which the daemon died (a crash, a kill, a power cut): a job
     /// that takes the daemon down twice is failed rather than run a third time.
     public var crashes: Int {
-        _read { yield storage.fields.crashes }
+        @inlinable _read { yield storage.fields.crashes }
         _modify { yield &fields.crashes }
     }
     /// When the current run of failed attempts began (nil while none failed): the time budget of
     /// `RetryPolicy` counts from here.
     public var failingSince: Date? {
-        _read { yield storage.fields.rare.value.failingSince }
+        @inlinable _read { yield storage.fields.rare.value.failingSince }
         _modify { yield &fields.rare.value.failingSince }
     }
     /// The file preparation made, once made: what every attempt sends instead of the snapshot.
     public var prepared: PreparedFile? {
-        _read { yield storage.fields.rare.value.prepared }
+        @inlinable _read { yield storage.fields.rare.value.prepared }
         _modify { yield &fields.rare.value.prepared }
     }
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
     public var rank: Int64? {
-        _read { yield storage.fields.rank }
+        @inlinable _read { yield storage.fields.rank }
         _modify { yield &fields.rank }
     }
     /// The job ended and its `on_complete`/`on_failure` hook has not run yet. Set in the record
     /// that ends the job and cleared once the hook ran, so a hook cut off by a crash runs after
     /// the restart. Absent in older records: nothing pending.
     public var hookPending: Bool {
-        _read { yield storage.fields.hookPending }
+        @inlinable _read { yield storage.fields.hookPending }
         _modify { yield &fields.hookPending }
     }
     /// Counts the job's changes (`JournalState.apply` raises it with every record of the job), so
     /// clients can order what they hear of it. Journaled, so it keeps growing across restarts.
     public var revision: UInt64 {
-        _read { yield storage.fields.revision }
+        @inlinable _read { yield storage.fields.revision }
         _modify { yield &fields.revision }
     }
 
@@ -257,28 +259,39 @@ public struct Job: Sendable, Equatable, Decodable {
     }
 
     public static let historyLimit = 20
+
+    /// Sets the fields most jobs never set all at once, as a decoder reads them: one box at most,
+    /// rather than a box made and compared for each.
+    mutating func setRareFields(
+        checkpoint: Checkpoint?, nextAttemptAt: Date?, error: JobError?, result: JobResult?, failingSince: Date?,
+        prepared: PreparedFile?
+    ) {
+        fields.rare.value = RareFields(
+            checkpoint: checkpoint, nextAttemptAt: nextAttemptAt, error: error, result: result,
+            failingSince: failingSince, prepared: prepared)
+    }
 }
 
 extension Job {
     /// What a job holds; `Job`'s properties describe each field.
-    fileprivate struct Fields: Sendable, Equatable, Decodable {
-        var id: JobID
-        var spec: JobSpec
-        var state: JobState = .queued
-        var resolvedProtocol: UploadProtocol?
-        var snapshot: SourceSnapshot?
-        var bytesTotal: Int64 = 0
-        var bytesAcked: Int64 = 0
-        var attempts = 0
-        var failuresWithoutProgress = 0
-        var createdAt: Date
-        var updatedAt: Date
-        var history: [JobEvent] = []
-        var crashes = 0
-        var rank: Int64?
-        var hookPending = false
-        var revision: UInt64 = 0
-        var rare = OutOfLine()
+    @usableFromInline struct Fields: Sendable, Equatable, Decodable {
+        @usableFromInline var id: JobID
+        @usableFromInline var spec: JobSpec
+        @usableFromInline var state: JobState = .queued
+        @usableFromInline var resolvedProtocol: UploadProtocol?
+        @usableFromInline var snapshot: SourceSnapshot?
+        @usableFromInline var bytesTotal: Int64 = 0
+        @usableFromInline var bytesAcked: Int64 = 0
+        @usableFromInline var attempts = 0
+        @usableFromInline var failuresWithoutProgress = 0
+        @usableFromInline var createdAt: Date
+        @usableFromInline var updatedAt: Date
+        @usableFromInline var history: [JobEvent] = []
+        @usableFromInline var crashes = 0
+        @usableFromInline var rank: Int64?
+        @usableFromInline var hookPending = false
+        @usableFromInline var revision: UInt64 = 0
+        @usableFromInline var rare = OutOfLine()
 
         init(id: JobID, spec: JobSpec, createdAt: Date) {
             self.id = id
@@ -293,7 +306,7 @@ extension Job {
             case failuresWithoutProgress, nextAttemptAt, error, result, createdAt, updatedAt, history
         }
 
-        init(from decoder: any Decoder) throws {
+        @usableFromInline init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(JobID.self, forKey: .id)
             spec = try container.decode(JobSpec.self, forKey: .spec)
@@ -316,39 +329,44 @@ extension Job {
 
     /// What most queued jobs have never set, or no longer have: kept out of line, so that a
     /// queued job does not carry 230 bytes of nothing.
-    fileprivate struct RareFields: Sendable, Equatable {
-        var checkpoint: Checkpoint?
-        var nextAttemptAt: Date?
-        var error: JobError?
-        var result: JobResult?
-        var failingSince: Date?
-        var prepared: PreparedFile?
+    @usableFromInline struct RareFields: Sendable, Equatable {
+        @usableFromInline var checkpoint: Checkpoint?
+        @usableFromInline var nextAttemptAt: Date?
+        @usableFromInline var error: JobError?
+        @usableFromInline var result: JobResult?
+        @usableFromInline var failingSince: Date?
+        @usableFromInline var prepared: PreparedFile?
     }
 
     /// The rare fields behind a reference, and no reference at all while none is set. Every change
     /// makes a new box (they change a few times in a job's life), so a box never changes while
     /// another job shares it.
-    fileprivate struct OutOfLine: Sendable, Equatable {
-        private final class Box: Sendable {
-            let value: RareFields
+    @usableFromInline struct OutOfLine: Sendable, Equatable {
+        @usableFromInline final class Box: Sendable {
+            @usableFromInline let value: RareFields
             init(_ value: RareFields) { self.value = value }
         }
-        private var box: Box?
+        @usableFromInline var box: Box?
 
-        var value: RareFields {
-            get { box?.value ?? RareFields() }
-            set { box = newValue == RareFields() ? nil : Box(newValue) }
+        @usableFromInline static let none = RareFields()
+
+        /// Read in place: reading one field copies none of the others.
+        @usableFromInline var value: RareFields {
+            @inlinable _read {
+                if let box { yield box.value } else { yield Self.none }
+            }
+            set { box = newValue == Self.none ? nil : Box(newValue) }
         }
 
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
+        @usableFromInline static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
     }
 
     /// Changed only through `fields`, which copies it first unless this job is its only owner (the
     /// copy-on-write of the standard library's collections): no two threads ever change one, and no
     /// read overlaps a change, so the runtime's exclusivity check (a thread-local set on every
     /// access, 20% of replay) is left out.
-    fileprivate final class Storage: @unchecked Sendable {
-        @exclusivity(unchecked) var fields: Fields
+    @usableFromInline final class Storage: @unchecked Sendable {
+        @usableFromInline @exclusivity(unchecked) var fields: Fields
 
         init(_ fields: Fields) { self.fields = fields }
     }

@@ -111,19 +111,20 @@ extension Job {
         }
         bytesTotal = try reader.readInt64()
         bytesAcked = try reader.readInt64()
-        checkpoint = try reader.readOptional { (reader) throws(BinaryDecodingError) in try Checkpoint(reading: &reader)
+        let checkpoint = try reader.readOptional { (reader) throws(BinaryDecodingError) in
+            try Checkpoint(reading: &reader)
         }
         attempts = try reader.readInt()
         failuresWithoutProgress = try reader.readInt()
-        nextAttemptAt = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readDate() }
-        error = try reader.readOptional { (reader) throws(BinaryDecodingError) in
+        let nextAttemptAt = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readDate() }
+        let error = try reader.readOptional { (reader) throws(BinaryDecodingError) in
             try reader.readMessage { (reader) throws(BinaryDecodingError) in
                 JobError(
                     code: try reader.readString(), message: try reader.readString(),
                     status: try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt() })
             }
         }
-        result = try reader.readOptional { (reader) throws(BinaryDecodingError) in
+        let result = try reader.readOptional { (reader) throws(BinaryDecodingError) in
             try reader.readMessage { (reader) throws(BinaryDecodingError) in
                 JobResult(
                     url: try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() },
@@ -139,12 +140,15 @@ extension Job {
             }
         }
         crashes = try reader.readInt()
-        failingSince = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+        let failingSince = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readDate() }
         }
-        prepared = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+        let prepared = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try PreparedFile(reading: &reader) }
         }
+        setRareFields(
+            checkpoint: checkpoint, nextAttemptAt: nextAttemptAt, error: error, result: result,
+            failingSince: failingSince, prepared: prepared)
         rank = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
         }

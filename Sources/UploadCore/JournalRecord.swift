@@ -1,4 +1,5 @@
 import CShims
+import Dispatch
 import Foundation
 import UploadWire
 
@@ -104,16 +105,14 @@ public enum JournalFormat {
     /// A payload of `version`; format 1 with `formatOne` (one decoder for a whole pass). Nil: a
     /// record type that format did not have (damage in a file no newer daemon writes).
     private static func decodePayload(
-        type: UInt8, _ payload: ArraySlice<UInt8>, version: UInt32, formatOne: JSONDecoder?
+        type: UInt8, _ payload: UnsafeRawBufferPointer, version: UInt32, formatOne: JSONDecoder?
     )
         throws -> JournalRecord?
     {
         if let formatOne { return try decodeJSONPayload(type: type, Data(payload), decoder: formatOne) }
-        return try payload.withUnsafeBytes { (bytes) throws(BinaryDecodingError) in
-            var reader = BinaryReader(bytes)
-            if version == 2 { return try JournalRecord.readFormat2Payload(type: type, from: &reader) }
-            return try JournalRecord.readPayload(type: type, from: &reader)
-        }
+        var reader = BinaryReader(payload)
+        if version == 2 { return try JournalRecord.readFormat2Payload(type: type, from: &reader) }
+        return try JournalRecord.readPayload(type: type, from: &reader)
     }
 
     /// Format 1, read only.
@@ -139,7 +138,7 @@ public enum JournalFormat {
     /// Decodes a whole journal file as `decode(_:)` does, handing each record to `each` as it is
     /// read rather than keeping them: replay holds one record at a time, not the whole queue twice.
     /// The contents returned have no records; `recordCount` counts them.
-    public static func decode(_ bytes: [UInt8], each: (JournalRecord) -> Void) throws(JournalFormatError)
+    public static func decode(_ bytes: [UInt8], each: (consuming JournalRecord) -> Void) throws(JournalFormatError)
         -> JournalContents
     {
         if bytes.isEmpty { return JournalContents(records: [], validLength: 0, damage: nil) }
@@ -153,36 +152,138 @@ public enum JournalFormat {
         guard version >= 1 else { throw .notAJournal }
 
         var count = 0
-        let formatOne = version < 2 ? JSONDecoder() : nil
         var offset = headerSize
+        var frames: [Range<Int>] = []
+        let results = UnsafeMutablePointer<DecodedFrame>.allocate(capacity: decodingWindow)
+        let sharers = UnsafeMutablePointer<StringSharer>.allocate(capacity: Parallel.cores)
+        sharers.initialize(repeating: StringSharer(), count: Parallel.cores)
+        defer {
+            results.deallocate()
+            sharers.deinitialize(count: Parallel.cores)
+            sharers.deallocate()
+        }
         while offset < bytes.count {
             func damage(_ reason: String) -> JournalContents {
                 JournalContents(
                     records: [], recordCount: count, validLength: offset,
                     damage: JournalDamage(offset: offset, reason: reason), version: version)
             }
-            guard bytes.count - offset >= frameOverhead else { return damage("a record header is torn") }
-            let length = Int(readUInt32(bytes, at: offset))
-            let crc = readUInt32(bytes, at: offset + 4)
-            guard length <= maxPayloadSize else { return damage("a record claims an impossible length \(length)") }
-            let bodyStart = offset + 8
-            let end = bodyStart + 1 + length
-            guard end <= bytes.count else { return damage("the last record is torn") }
-            let actual = bytes[bodyStart..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
-            guard actual == crc else { return damage("a record's checksum does not match") }
-            let record: JournalRecord?
-            do {
-                record = try decodePayload(
-                    type: bytes[bodyStart], bytes[(bodyStart + 1)..<end], version: version, formatOne: formatOne)
-            } catch {
-                return damage("a record does not decode: \(error)")
+            // Frames are found one after another (each says where the next begins); a window of
+            // them is then checked and decoded on every core, and handed out in order.
+            let stop = findFrames(in: bytes, from: offset, into: &frames)
+            var damaged: String?
+            decodeFrames(frames, of: bytes, version: version, results: results, sharers: sharers) { frame, decoded in
+                switch consume decoded {
+                case .record(let record):
+                    each(record)
+                    count += 1
+                    offset = frame.upperBound
+                    return true
+                case .damaged(let reason):
+                    damaged = reason
+                    return false
+                }
             }
-            guard let record else { return damage("unknown record type \(bytes[bodyStart])") }
-            each(record)
-            count += 1
-            offset = end
+            if let reason = damaged ?? stop { return damage(reason) }
         }
         return JournalContents(records: [], recordCount: count, validLength: offset, damage: nil, version: version)
+    }
+
+    /// Records decoded in one window: enough to keep both cores busy, few enough to hold.
+    static let decodingWindow = 4096
+
+    /// The frames from `start` on, up to a window of them. Returns why it stopped short of the end
+    /// of `bytes`, if it did: a frame that cannot be whole.
+    private static func findFrames(in bytes: [UInt8], from start: Int, into frames: inout [Range<Int>]) -> String? {
+        frames.removeAll(keepingCapacity: true)
+        var offset = start
+        while frames.count < decodingWindow && offset < bytes.count {
+            guard bytes.count - offset >= frameOverhead else { return "a record header is torn" }
+            let length = Int(readUInt32(bytes, at: offset))
+            guard length <= maxPayloadSize else { return "a record claims an impossible length \(length)" }
+            let end = offset + frameOverhead + length
+            guard end <= bytes.count else { return "the last record is torn" }
+            frames.append(offset..<end)
+            offset = end
+        }
+        return nil
+    }
+
+    private enum DecodedFrame {
+        case record(JournalRecord)
+        case damaged(String)
+    }
+
+    /// Each frame's checksum and payload, handed to `deliver` in the order of `frames` until it
+    /// returns false. They are decoded on every core when there are enough of them (format 1's
+    /// JSON, never large, on one) into `results`, room for a window, and each is moved out to
+    /// `deliver`: a job handed over is its only reference, so applying it changes it in place.
+    private static func decodeFrames(
+        _ frames: [Range<Int>], of bytes: [UInt8], version: UInt32, results: UnsafeMutablePointer<DecodedFrame>,
+        sharers: UnsafeMutablePointer<StringSharer>, deliver: (Range<Int>, consuming DecodedFrame) -> Bool
+    ) {
+        bytes.withUnsafeBytes { file in
+            if version < 2 {
+                let formatOne = JSONDecoder()
+                for frame in frames {
+                    let decoded = decodeFrame(
+                        frame, of: file, version: version, sharer: &sharers[0], formatOne: formatOne)
+                    guard deliver(frame, decoded) else { return }
+                }
+                return
+            }
+            let workers = frames.count >= 256 ? Parallel.cores : 1
+            let shared = SharedPointers(file: file, results: results, sharers: sharers)
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for index in (frames.count * worker / workers)..<(frames.count * (worker + 1) / workers) {
+                    (shared.results + index).initialize(
+                        to: decodeFrame(
+                            frames[index], of: shared.file, version: version, sharer: &shared.sharers[worker]))
+                }
+            }
+            for index in frames.indices {
+                guard deliver(frames[index], (results + index).move()) else {
+                    (results + index + 1).deinitialize(count: frames.count - index - 1)
+                    return
+                }
+            }
+        }
+    }
+
+    /// The journal's bytes, the results and the string sharers, for the workers of `decodeFrames`:
+    /// the bytes are only read, each worker writes its own range of results and uses its own
+    /// sharer, and `concurrentPerform` returns only when every worker has, before any buffer goes
+    /// away.
+    private struct SharedPointers: @unchecked Sendable {
+        let file: UnsafeRawBufferPointer
+        let results: UnsafeMutablePointer<DecodedFrame>
+        let sharers: UnsafeMutablePointer<StringSharer>
+    }
+
+    private static func decodeFrame(
+        _ frame: Range<Int>, of file: UnsafeRawBufferPointer, version: UInt32, sharer: inout StringSharer,
+        formatOne: JSONDecoder? = nil
+    ) -> DecodedFrame {
+        let crc = file.loadUnaligned(fromByteOffset: frame.lowerBound + 4, as: UInt32.self).littleEndian
+        let body = UnsafeRawBufferPointer(rebasing: file[(frame.lowerBound + 8)..<frame.upperBound])
+        guard CShims_crc32c(0, body.baseAddress, body.count) == crc else {
+            return .damaged("a record's checksum does not match")
+        }
+        do {
+            guard
+                let record = try decodePayload(
+                    type: body[0], UnsafeRawBufferPointer(rebasing: body[1...]), version: version,
+                    formatOne: formatOne)
+            else { return .damaged("unknown record type \(body[0])") }
+            switch consume record {
+            case .job(var job):
+                sharer.share(&job)
+                return .record(.job(job))
+            case let other: return .record(other)
+            }
+        } catch {
+            return .damaged("a record does not decode: \(error)")
+        }
     }
 
     /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
@@ -201,8 +302,9 @@ public enum JournalFormat {
                 let crc = readUInt32(Array(bytes[(offset + 4)..<(offset + 8)]), at: 0)
                 let actual = bytes[(offset + 8)..<end].withUnsafeBytes { CShims_crc32c(0, $0.baseAddress, $0.count) }
                 if actual == crc,
-                    let record = try? decodePayload(
-                        type: bytes[offset + 8], bytes[(offset + 9)..<end], version: version, formatOne: formatOne)
+                    let record = try? bytes[(offset + 9)..<end].withUnsafeBytes({ payload in
+                        try decodePayload(type: bytes[offset + 8], payload, version: version, formatOne: formatOne)
+                    })
                 {
                     let id: UInt64?
                     switch record {

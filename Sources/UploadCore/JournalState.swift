@@ -7,7 +7,12 @@ public struct JournalState: Sendable {
     public private(set) var nextID: UInt64 = 1
     /// How many jobs are in each state, kept as records are applied: a status line costs nothing
     /// with 100,000 jobs.
-    public private(set) var stateCounts: [JobState: Int] = [:]
+    public var stateCounts: [JobState: Int] {
+        Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, countByState[Self.slot(of: $0)]) })
+    }
+    /// `stateCounts` by the states' order in `allCases`: counted for every record replayed, so
+    /// without hashing.
+    private var countByState = [Int](repeating: 0, count: JobState.allCases.count)
     /// How many jobs of each batch have not ended, kept the same way: a batch's end is noticed
     /// without looking at its other jobs.
     public private(set) var unfinishedInBatch: [JobID: Int] = [:]
@@ -19,18 +24,32 @@ public struct JournalState: Sendable {
 
     public init() {}
 
-    public mutating func apply(_ record: JournalRecord) {
-        switch record {
+    /// Makes room for about `count` jobs before a replay: a million jobs otherwise grow the table
+    /// twenty times, each time moving every job. `fitCapacity` gives back a guess too high.
+    public mutating func reserveCapacity(jobs count: Int) { jobs.reserveCapacity(count) }
+
+    public mutating func fitCapacity() { jobs.fitCapacity() }
+
+    /// Applies one record. It is taken, not borrowed: a replayed job is then the only reference
+    /// to its fields, and a change of its revision is made in place rather than on a copy.
+    public mutating func apply(_ record: consuming JournalRecord) {
+        switch consume record {
         case .job(var job):
             // A record carries the revision its job had before this change; a compacted one, the
             // revision it reached.
-            let revision = max(job.revision, (jobs[job.id]?.revision ?? 0) + 1)
-            if job.revision != revision { job.revision = revision }  // a change copies the job's fields
-            shareStrings(of: &job)
-            if let old = jobs.updateValue(job, forKey: job.id) { count(old, -1) }
+            if let index = jobs.index(forKey: job.id) {  // one lookup, in a replay of millions
+                let old = jobs.values[index]
+                let revision = max(job.revision, old.revision + 1)
+                if job.revision != revision { job.revision = revision }  // a change copies the job's fields
+                count(old, -1)
+                jobs.values[index] = job
+            } else {
+                if job.revision == 0 { job.revision = 1 }
+                jobs[job.id] = job
+            }
             count(job, +1)
             nextID = max(nextID, job.id.rawValue + 1)
-            foreignJobs[job.id] = nil
+            if !foreignJobs.isEmpty { foreignJobs[job.id] = nil }
         case .progress(let progress):
             if jobs[progress.id] == nil {
                 // Progress of a job we cannot read stays with it, in order.
@@ -65,26 +84,19 @@ public struct JournalState: Sendable {
         }
     }
 
-    /// The last job's strings that the next job is likely to repeat: the jobs of one add share
-    /// their destination, and their history begins with the same line.
-    private var recentStrings = RecentStrings()
-
-    /// Lets a job share its destination, its snapshot's path (the source itself, for an original)
-    /// and its first history line with those of the last job recorded, when they are equal: in a
-    /// queue of 100,000 jobs from a few adds, each is otherwise a string of its own.
-    private mutating func shareStrings(of job: inout Job) {
-        if let shared = recentStrings.share(job.spec.destination, \.destination) { job.spec.destination = shared }
-        let source = job.spec.source
-        if let path = job.snapshot?.path, path == source, !path.sharesStorage(with: source) {
-            job.snapshot?.path = source
-        }
-        if let first = job.history.first?.message, let shared = recentStrings.share(first, \.firstEvent) {
-            job.history[0].message = shared
+    private static func slot(of state: JobState) -> Int {
+        switch state {
+        case .queued: return 0
+        case .running: return 1
+        case .paused: return 2
+        case .completed: return 3
+        case .failed: return 4
+        case .canceled: return 5
         }
     }
 
     private mutating func count(_ job: Job, _ change: Int) {
-        stateCounts[job.state, default: 0] += change
+        countByState[Self.slot(of: job.state)] += change
         guard let batch = job.spec.batch, !job.state.isTerminal else { return }
         let left = unfinishedInBatch[batch, default: 0] + change
         unfinishedInBatch[batch] = left > 0 ? left : nil
@@ -107,31 +119,5 @@ extension JobProgress {
         var writer = BinaryWriter()
         JournalRecord.progress(self).writePayload(to: &writer)
         return ForeignRecord(type: JournalRecord.progress(self).typeCode, payload: writer.bytes, jobID: id)
-    }
-}
-
-/// The strings `JournalState.shareStrings` compares the next job's with.
-private struct RecentStrings: Sendable {
-    var destination = ""
-    var firstEvent = ""
-
-    /// The kept string when `text` equals it but is stored apart (assigning it shares the storage);
-    /// nil when `text` is the one to keep (a different string, now kept) or already shared.
-    mutating func share(_ text: String, _ kept: WritableKeyPath<RecentStrings, String>) -> String? {
-        if self[keyPath: kept] == text {
-            return text.sharesStorage(with: self[keyPath: kept]) ? nil : self[keyPath: kept]
-        }
-        self[keyPath: kept] = text
-        return nil
-    }
-}
-
-extension String {
-    /// Whether two equal strings are one buffer (or both small enough to live inline, where there
-    /// is nothing to share).
-    fileprivate func sharesStorage(with other: String) -> Bool {
-        var mine = self
-        var theirs = other
-        return mine.withUTF8 { a in theirs.withUTF8 { b in a.baseAddress == b.baseAddress || a.count <= 15 } }
     }
 }

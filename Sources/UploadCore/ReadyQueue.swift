@@ -43,6 +43,8 @@ public struct ReadyQueue: Sendable {
     /// A queue of many jobs at once, sorted once (inserting 100,000 jobs in random order one by one
     /// would move the array for each).
     public init(_ jobs: [(id: JobID, place: QueuePlace)]) {
+        members.reserveCapacity(jobs.count)
+        entries.reserveCapacity(jobs.count)
         for job in jobs where members.insert(job.id).inserted {
             entries.append(Entry(place: job.place, id: job.id))
         }

@@ -12,6 +12,15 @@ extension Dictionary {
         for (key, value) in self { fitted[key] = value }
         self = fitted
     }
+
+    /// Rebuilds the storage when it is larger than these elements alone would have grown it: what
+    /// a `reserveCapacity` that guessed too high leaves.
+    public mutating func fitCapacity() {
+        guard Self(minimumCapacity: count).capacity < capacity else { return }
+        var fitted = Self(minimumCapacity: count)
+        for (key, value) in self { fitted[key] = value }
+        self = fitted
+    }
 }
 
 extension Set {

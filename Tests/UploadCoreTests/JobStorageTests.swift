@@ -77,7 +77,7 @@ struct JobStorageTests {
         #expect(Set(separate).count == 3, "the test's strings must start apart")
 
         var state = JournalState()
-        for record in records { state.apply(record) }
+        _ = try JournalFormat.decode(JournalFormat.header() + JournalFormat.encode(records)) { state.apply($0) }
         let jobs = try (1...3).map { try #require(state.jobs[JobID(UInt64($0))]) }
         #expect(Set(jobs.map { Self.address($0.spec.destination) }).count == 1)
         #expect(Set(jobs.map { Self.address($0.history[0].message) }).count == 1)

@@ -99,11 +99,14 @@ final class Journal: Sendable {
             let bytes = try FileOps.readFile(path, followSymlinks: false)
             let contents: JournalContents
             var replayed = JournalState()
+            // A job's record takes a little over 200 bytes (a compacted journal is one per job).
+            replayed.reserveCapacity(jobs: bytes.count / 256)
             do {
                 contents = try JournalFormat.decode(bytes) { replayed.apply($0) }
             } catch {
                 throw JournalOpenError(message: "\(path): \(error)")
             }
+            replayed.fitCapacity()
             var damage: String?
             var validLength = contents.validLength
             if let found = contents.damage {

@@ -44,8 +44,8 @@ extension Scheduler {
     }
 
     /// Runs, after a restart, the hooks the last run owed.
-    func runOwedHooks() {
-        for id in store.jobs.values.lazy.filter(\.hookPending).map(\.id).sorted() { queueHook(id) }
+    func runOwedHooks(_ ids: [JobID]) {
+        for id in ids.sorted() { queueHook(id) }
     }
 
     private func queueHook(_ id: JobID) {

@@ -84,6 +84,9 @@ actor Scheduler {
     private var lastStatusAt = ContinuousClock.now - .seconds(10)
     /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
     private var requeuedAtStart: [Job] = []
+    /// Found by the pass over the replayed jobs, for `start()`: jobs whose hook is owed, and
+    /// canceled jobs whose partial upload the server may still hold.
+    private var owedAtStart: (hooks: [JobID], discards: [JobID]) = ([], [])
 
     /// `crashed`: the daemon died of a fatal signal last time (`CrashMarker`), so the jobs still
     /// running in the journal are suspects; otherwise it was killed or lost power, which is not
@@ -95,8 +98,11 @@ actor Scheduler {
         dependencies.applyBandwidthLimit(bandwidthLimit)
         var store = replayed
         let now = dependencies.now()
+        // What each job waits for, its client token, its cached files. Jobs still running were
+        // interrupted and are taken as queued.
+        var survey = StartupSurvey(surveying: replayed.jobs, now: now)
         var requeuedJobs: [Job] = []
-        for job in replayed.jobs.values where job.state == .running {
+        for job in survey.interrupted {
             var recovered = job
             if crashed {
                 recovered.recoverAfterCrash(at: now)
@@ -112,31 +118,19 @@ actor Scheduler {
             }
             store.apply(.job(recovered))
             requeuedJobs.append(recovered)
+            survey.take(store.jobs[recovered.id]!, now: now)
         }
         self.store = store
         self.requeuedAtStart = requeuedJobs
+        self.owedAtStart = (survey.owedHooks, survey.owedDiscards)
         self.reservedNextID = store.nextID
-        var readyNow: [(id: JobID, place: QueuePlace)] = []
-        for job in store.jobs.values {
-            if let token = job.spec.clientToken { clientTokens[token] = job.id }
-            guard job.state == .queued else { continue }
-            if let next = job.nextAttemptAt, next > now {
-                delayed.insert(job.id)
-            } else {
-                readyNow.append((job.id, job.place))
-            }
-        }
-        ready = ReadyQueue(readyNow)
+        clientTokens = survey.clientTokens
+        delayed = survey.delayed
+        ready = ReadyQueue(survey.ready)
         // Here, before the control socket serves anyone: a copy made for a job added while the
         // daemon starts up must not be taken for an orphan (socket activation queues that add
-        // before the daemon even runs). Completed and canceled jobs are done with their copies; a
-        // kill between their final record and the copy's deletion leaves one behind.
-        var cachedFiles = Set<String>()
-        for job in store.jobs.values where job.state != .completed && job.state != .canceled {
-            if let snapshot = job.snapshot, snapshot.isCached { cachedFiles.insert(snapshot.path) }
-            if let prepared = job.prepared { cachedFiles.insert(prepared.path) }
-        }
-        dependencies.snapshots.removeOrphans(keeping: cachedFiles)
+        // before the daemon even runs).
+        dependencies.snapshots.removeOrphans(keeping: survey.cachedFiles)
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.
@@ -153,13 +147,16 @@ actor Scheduler {
         requeuedAtStart = []
         compactIfWorthwhile()
         // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
-        // the discard went through): try again.
-        for job in store.jobs.values where job.state == .canceled && job.checkpoint != nil {
+        // the discard went through): try again. Clients served since replay may have changed them.
+        let owed = owedAtStart
+        owedAtStart = ([], [])
+        for id in owed.discards {
+            guard let job = store.jobs[id], job.state == .canceled, job.checkpoint != nil else { continue }
             discardPartialUpload(of: job, thenForget: false)
         }
         armRetryTimer()
         fillSlots()
-        runOwedHooks()
+        runOwedHooks(owed.hooks)
     }
 
     /// Applies a new config (SIGHUP or daemon.reload).

@@ -99,20 +99,28 @@ enum FileOps {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    /// Reads a whole small file, as bytes. `followSymlinks: false` for files in our own folders.
+    /// Reads a whole file (a config, a key, the journal), as bytes. `followSymlinks: false` for files
+    /// in our own folders.
     static func readFile(_ path: String, followSymlinks: Bool = true) throws -> [UInt8] {
         let flags = O_RDONLY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
         let fd = try syscall("open", path: path) { open(path, flags) }
         defer { close(fd) }
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        // Read into one array sized by the file: a 250 MB journal is then one allocation and one
+        // copy from the kernel, not a doubling array copied again at each growth.
+        var info = stat()
+        let expected = fstat(fd, &info) == 0 && info.st_size > 0 ? Int(info.st_size) : 0
+        var result = [UInt8](repeating: 0, count: max(expected + 1, 4096))  // + 1: to see the end
+        var count = 0
         while true {
-            let count = try chunk.withUnsafeMutableBytes { (buffer) in
-                try syscall("read", path: path) { read(fd, buffer.baseAddress, buffer.count) }
+            if count == result.count { result.append(contentsOf: repeatElement(0, count: result.count)) }
+            let got = try result.withUnsafeMutableBytes { (buffer) in
+                try syscall("read", path: path) { read(fd, buffer.baseAddress! + count, buffer.count - count) }
             }
-            if count == 0 { return result }
-            result.append(contentsOf: chunk[0..<count])
+            if got == 0 { break }
+            count += got
         }
+        result.removeLast(result.count - count)
+        return result
     }
 }
 

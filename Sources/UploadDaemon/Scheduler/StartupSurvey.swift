@@ -1,0 +1,67 @@
+import Foundation
+import UploadCore
+import UploadWire
+
+/// What the scheduler needs to know of the replayed jobs before it serves anyone, gathered in one
+/// pass over them, split across the cores: with a million jobs, each look at every job costs a
+/// fraction of a second before READY.
+struct StartupSurvey: Sendable {
+    /// Jobs the journal says are running: the daemon stopped under them.
+    var interrupted: [Job] = []
+    /// Queued jobs that may start now, and queued jobs waiting for their retry time.
+    var ready: [(id: JobID, place: QueuePlace)] = []
+    var delayed = Set<JobID>()
+    var clientTokens: [String: JobID] = [:]
+    /// Copies in the cache that jobs still need.
+    var cachedFiles = Set<String>()
+    /// Jobs whose hook is owed, and canceled jobs whose partial upload the server may still hold.
+    var owedHooks: [JobID] = []
+    var owedDiscards: [JobID] = []
+
+    init() {}
+
+    init(surveying jobs: [JobID: Job], now: Date) {
+        let values = jobs.values
+        let parts = values.count >= 10_000 ? Parallel.cores : 1
+        let ranges = Parallel.split(values, into: parts)
+        let found = Parallel.map(parts: parts) { part in
+            var survey = StartupSurvey()
+            survey.ready.reserveCapacity(values.count / parts)
+            for job in values[ranges[part]] {
+                if job.state == .running { survey.interrupted.append(job) } else { survey.take(job, now: now) }
+            }
+            return survey
+        }
+        self = found[0]
+        for other in found.dropFirst() { merge(other) }
+    }
+
+    /// Notes what `job` (not running) needs.
+    mutating func take(_ job: Job, now: Date) {
+        if let token = job.spec.clientToken { clientTokens[token] = job.id }
+        if job.hookPending { owedHooks.append(job.id) }
+        if job.state == .canceled && job.checkpoint != nil { owedDiscards.append(job.id) }
+        // Completed and canceled jobs are done with their copies; a kill between their final
+        // record and the copy's deletion leaves one behind.
+        if job.state != .completed && job.state != .canceled {
+            if job.snapshot?.isCached == true { cachedFiles.insert(job.snapshot!.path) }
+            if let path = job.prepared?.path { cachedFiles.insert(path) }
+        }
+        guard job.state == .queued else { return }
+        if let next = job.nextAttemptAt, next > now {
+            delayed.insert(job.id)
+        } else {
+            ready.append((job.id, job.place))
+        }
+    }
+
+    private mutating func merge(_ other: StartupSurvey) {
+        interrupted += other.interrupted
+        ready += other.ready
+        delayed.formUnion(other.delayed)
+        clientTokens.merge(other.clientTokens) { mine, _ in mine }
+        cachedFiles.formUnion(other.cachedFiles)
+        owedHooks += other.owedHooks
+        owedDiscards += other.owedDiscards
+    }
+}

@@ -96,6 +96,14 @@ extension Scheduler {
         // Every copy's bytes, then their names, are on disk before any add is acknowledged. Synced
         // after the last copy was written, so that the file system commits them together: one
         // journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
+        // An add whose job was made but cannot be kept: its files go, and its client hears why.
+        func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error) {
+            snapshots.discardFiles(of: job)
+            let noSpace = (error as? SystemError)?.isNoSpace ?? false
+            results[index] = .failure(
+                RPCError(
+                    code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
+        }
         let cached = jobs.filter { $0.job.snapshot?.isCached == true }
         let synced = await Self.concurrently(cached) { item in
             try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
@@ -103,12 +111,7 @@ extension Scheduler {
         var unsaved = Set<Int>()
         for (item, outcome) in zip(cached, synced) {
             guard case .failure(let error) = outcome else { continue }
-            snapshots.discardFiles(of: item.job)
-            let noSpace = (error as? SystemError)?.isNoSpace ?? false
-            results[item.index] = .failure(
-                RPCError(
-                    code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode,
-                    message: "cannot save the copy of \(item.job.spec.source): \(error)"))
+            refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error)
             unsaved.insert(item.index)
         }
         jobs.removeAll { unsaved.contains($0.index) }
@@ -116,11 +119,7 @@ extension Scheduler {
             do {
                 try await Blocking.run { try snapshots.syncFolder() }
             } catch {
-                for (index, job) in jobs {
-                    snapshots.discardFiles(of: job)
-                    results[index] = .failure(
-                        RPCError(code: RPCError.sourceErrorCode, message: "cannot save the copy: \(error)"))
-                }
+                for (index, job) in jobs { refuse(index, job, "cannot save the copy", error) }
                 jobs = []
             }
         }

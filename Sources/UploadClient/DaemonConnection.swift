@@ -130,9 +130,8 @@ public final class DaemonConnection {
 
     /// Request lines, each within the daemon's limit unless a single request is longer on its own.
     public static func encodeLines(_ requests: ArraySlice<RPCRequest>) throws -> [[UInt8]] {
-        var line = Array(
-            requests.count == 1
-                ? try JSONCoding.encoder.encode(requests.first!) : try JSONCoding.encoder.encode(Array(requests)))
+        var line =
+            requests.count == 1 ? try requests.first!.jsonBytes() : try RPCRequest.jsonBytes(batch: requests)
         if line.count >= ControlProtocol.maxLineLength, requests.count > 1 {
             let middle = requests.startIndex + requests.count / 2
             return try encodeLines(requests[..<middle]) + encodeLines(requests[middle...])

@@ -33,7 +33,7 @@ public struct RPCResult: Equatable, Sendable {
         switch form {
         case .text(let text): return text
         case .tree(let value):
-            return (try? JSONCoding.encoder.encode(value)).map { [UInt8]($0) } ?? Array("null".utf8)
+            return (try? value.jsonBytes()) ?? Array("null".utf8)
         }
     }
 

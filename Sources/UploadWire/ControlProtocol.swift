@@ -414,7 +414,7 @@ public enum RPCLine {
     /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline.
     public static func result(id: JSONValue, encodedResult: [UInt8]) throws -> [UInt8] {
         var line = Array(#"{"id":"#.utf8)
-        line += try JSONCoding.encoder.encode(id)
+        line += try id.jsonBytes()
         line += Array(#","jsonrpc":"2.0","result":"#.utf8)
         line += encodedResult
         line.append(UInt8(ascii: "}"))
@@ -424,7 +424,9 @@ public enum RPCLine {
     /// `{"jsonrpc":"2.0","method":…,"params":…}` without the newline.
     public static func notification(method: String, encodedParams: [UInt8]) throws -> [UInt8] {
         var line = Array(#"{"jsonrpc":"2.0","method":"#.utf8)
-        line += try JSONCoding.encoder.encode(method)
+        var name = JSONWriter()
+        name.string(method)
+        line += name.bytes
         line += Array(#","params":"#.utf8)
         line += encodedParams
         line.append(UInt8(ascii: "}"))

@@ -228,7 +228,16 @@ struct JSONWriter {
         bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
     }
 
+    /// A member's name that is not known when compiling.
+    mutating func key(_ name: String) {
+        element()
+        string(name)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
     mutating func null() { bytes.append(contentsOf: [110, 117, 108, 108]) }
+
+    mutating func bool(_ value: Bool) { bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8)) }
 
     mutating func integer<T: BinaryInteger>(_ value: T) { bytes.append(contentsOf: String(value).utf8) }
 
@@ -262,9 +271,7 @@ struct JSONWriter {
     mutating func stringDictionary(_ dictionary: [String: String]) {
         beginObject()
         for name in dictionary.keys.sorted() {
-            element()
-            string(name)
-            bytes.append(UInt8(ascii: ":"))
+            key(name)
             string(dictionary[name]!)
         }
         endObject()

@@ -155,7 +155,8 @@ final class EverydayTests {
         let source = try write("hooks/photo one.jpg")
         let id = try daemon.add([source], to: "\(servers.nginxURL)/dav/hooks/", ["--meta", "album=Trip 2026"])[0]
         #expect(try daemon.waitFor(id).state == .completed)
-        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: "\(record)/\(id).env") })
+        // The hook writes `.runs` after `.env` is whole: the shell creates `.env` before `sort` writes it.
+        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: "\(record)/\(id).runs") })
         let environment = try String(contentsOfFile: "\(record)/\(id).env", encoding: .utf8)
         #expect(
             environment == """

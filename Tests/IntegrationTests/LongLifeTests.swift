@@ -37,6 +37,9 @@ final class LongLifeTests {
         }
         print(
             "long life: idle RssAnon after each round of 800 jobs: \(idle.map { "\($0) KiB" }.joined(separator: ", "))")
-        #expect(idle.last! <= idle.first! * 115 / 100 + 1024, "idle memory keeps growing round over round: \(idle) KiB")
+        // Against the second round: the first warms up what any run keeps (the allocator's arenas,
+        // caches), and comes out a few hundred KiB lower or higher from one build to the next. A
+        // leak of a few hundred bytes a job still shows over the three rounds after it.
+        #expect(idle.last! <= idle[1] * 115 / 100 + 1024, "idle memory keeps growing round over round: \(idle) KiB")
     }
 }

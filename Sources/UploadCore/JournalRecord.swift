@@ -233,9 +233,10 @@ public enum JournalFormat {
                 return
             }
             let workers = frames.count >= 256 ? Parallel.cores : 1
+            let parts = Parallel.split(frames.indices, into: workers)
             let shared = SharedPointers(file: file, results: results, sharers: sharers)
             DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for index in (frames.count * worker / workers)..<(frames.count * (worker + 1) / workers) {
+                for index in parts[worker] {
                     (shared.results + index).initialize(
                         to: decodeFrame(
                             frames[index], of: shared.file, version: version, sharer: &shared.sharers[worker]))

@@ -10,8 +10,7 @@ public struct JournalState: Sendable {
     public var stateCounts: [JobState: Int] {
         Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, countByState[Self.slot(of: $0)]) })
     }
-    /// `stateCounts` by the states' order in `allCases`: counted for every record replayed, so
-    /// without hashing.
+    /// `stateCounts` by `slot(of:)`: counted for every record replayed, so without hashing.
     private var countByState = [Int](repeating: 0, count: JobState.allCases.count)
     /// How many jobs of each batch have not ended, kept the same way: a batch's end is noticed
     /// without looking at its other jobs.

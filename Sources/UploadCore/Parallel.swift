@@ -29,8 +29,7 @@ public enum Parallel {
     }
 }
 
-/// A pointer handed to the workers of `Parallel` and the journal's decoder: each worker writes
-/// only its own elements, and the pointee outlives them (`concurrentPerform` returns only when
+/// A pointer handed to the workers of `Parallel.map`: each worker writes only its own element, and the pointee outlives them (`concurrentPerform` returns only when
 /// every worker has).
 struct SendablePointer<Pointee>: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<Pointee>

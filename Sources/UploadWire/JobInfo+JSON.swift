@@ -237,7 +237,7 @@ struct JSONWriter {
 
     mutating func null() { bytes.append(contentsOf: [110, 117, 108, 108]) }
 
-    mutating func bool(_ value: Bool) { bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8)) }
+    mutating func bool(_ value: Bool) { bytes.append(contentsOf: value ? "true".utf8 : "false".utf8) }
 
     mutating func integer<T: BinaryInteger>(_ value: T) { bytes.append(contentsOf: String(value).utf8) }
 

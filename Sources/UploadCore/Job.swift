@@ -77,8 +77,13 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
     public var inode: UInt64
     public var modificationTimeNanoseconds: Int64
     /// Identity of the cached copy itself (reflink or copy), checked before its bytes are sent:
-    /// nil in journals of uploadd 0.2 and older.
+    /// nil in journals of uploadd 0.2 and older. For a pack, the pack's identity.
     public var cachedCopy: FileIdentity?
+    /// Where the job's `size` bytes start in `path` when the copy is in a pack: one file in the
+    /// cache holding the copies of many small files of one `add`, one after another, deleted when
+    /// the last of its jobs is done with it. Nil: the file holds this job's bytes alone. Journal
+    /// format 5 and later.
+    public var packOffset: Int64?
 
     public init(
         kind: Kind, path: String, size: Int64, device: UInt64, inode: UInt64, modificationTimeNanoseconds: Int64
@@ -91,8 +96,15 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
         self.modificationTimeNanoseconds = modificationTimeNanoseconds
     }
 
-    /// Whether the cached file belongs to the daemon and is deleted when the job ends.
+    /// Whether the cached file belongs to the daemon and is deleted when the job ends (a pack,
+    /// when the last of its jobs ends).
     public var isCached: Bool { kind != .original }
+
+    /// Whether the cached file is a pack shared with other jobs.
+    public var isPacked: Bool { packOffset != nil }
+
+    /// Where the job's bytes start in `path`.
+    public var start: Int64 { packOffset ?? 0 }
 }
 
 /// What tells one file from another that took its place: inode and modification time. uploadd

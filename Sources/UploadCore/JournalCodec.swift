@@ -248,6 +248,7 @@ extension SourceSnapshot {
                 writer.write(identity.inode)
                 writer.write(identity.modificationTimeNanoseconds)
             }
+            writer.write(packOffset) { $0.write($1) }
         }
     }
 
@@ -259,6 +260,9 @@ extension SourceSnapshot {
                 modificationTimeNanoseconds: try reader.readInt64())
             snapshot.cachedCopy = try reader.readOptional { (reader) throws(BinaryDecodingError) in
                 FileIdentity(inode: try reader.readUInt64(), modificationTimeNanoseconds: try reader.readInt64())
+            }
+            snapshot.packOffset = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+                try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
             }
             return snapshot
         }

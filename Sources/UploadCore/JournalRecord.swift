@@ -59,16 +59,17 @@ public struct ForeignRecord: Sendable, Equatable {
 /// The CRC32C covers the type byte and the payload. A record is only valid when it is whole and its
 /// checksum matches; replay stops at the first that is not.
 ///
-/// Version 4 payloads are binary with length-prefixed structs (`JournalCodec.swift`); version 3
-/// is the same without the fields 4 added at the ends of its structs (a job's preparation), which
-/// a version 3 daemon would have skipped and then uploaded the unprepared original: hence the
-/// bump. Older versions are still read — 3 (same codec), 2 (uploadd 0.2, binary without prefixes,
-/// `JournalFormat2.swift`) and 1 (uploadd 0.1, JSON) — and the file is then rewritten as version
-/// 4. A newer version is refused without touching the file. The README's journal section says
-/// when to bump it.
+/// Version 5 payloads are binary with length-prefixed structs (`JournalCodec.swift`). Each bump
+/// added fields at the ends of structs that an older daemon would have skipped and then
+/// misread the job: version 4 added a job's preparation (a version 3 daemon would upload the
+/// unprepared original), version 5 a snapshot's offset in a pack of copies (a version 4 daemon
+/// would upload the whole pack). Older versions are still read — 4 and 3 (same codec), 2 (uploadd
+/// 0.2, binary without prefixes, `JournalFormat2.swift`) and 1 (uploadd 0.1, JSON) — and the file
+/// is then rewritten as version 5. A newer version is refused without touching the file. The
+/// README's journal section says when to bump it.
 public enum JournalFormat {
     public static let magic = Array("UPLOADD\n".utf8)
-    public static let version: UInt32 = 4
+    public static let version: UInt32 = 5
     public static let headerSize = 12
     public static let frameOverhead = 9
     /// Larger lengths can only come from damage: no record is anywhere near this.

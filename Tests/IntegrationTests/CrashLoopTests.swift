@@ -162,6 +162,15 @@ final class CrashLoopTests {
         #expect(underway, "the jobs to cancel got going: \(daemon.log(tail: 20))")
         var uploads = [cancelTus, cancelS3, cancelPut]
         uploads += try queue.map { try add($0) }
+        // Small files of one add share a pack of copies in the cache: kills fall on packs too.
+        var packed = try (0..<12).map { index in
+            try prepare(.put, size: Int.random(in: 1...96, using: &random) * 1024 + index, label: "packed-\(index)")
+        }
+        let (putDestination, putOptions) = destination(.put)
+        for (index, id) in try daemon.add(packed.map(\.path), to: putDestination, putOptions).enumerated() {
+            packed[index].id = id
+        }
+        uploads += packed
         let totalBytes = uploads.reduce(0) { $0 + $1.size }
 
         // Kill, restart, repeat. A few jobs are added and three canceled between kills; two of

@@ -46,6 +46,45 @@ final class PutUploadTests {
         #expect(cached.isEmpty, "snapshots left behind: \(cached)")
     }
 
+    /// Small files of one add are copied into one pack; each job sends its own bytes as they were
+    /// at add, though the originals change right after, and the pack goes with the last upload.
+    @Test func smallFilesOfOneAddShareAPackAndSendTheirOwnBytes() throws {
+        let sizes = [0, 1, 65_536, 200_003, 1 << 20, (1 << 20) + 1, 4_097, 77]
+        var paths: [String] = []
+        var hashes: [String] = []
+        for (index, size) in sizes.enumerated() {
+            let path = files.appendingPathComponent("packed-\(index).bin").path
+            try makeRandomFile(at: path, size: size)
+            paths.append(path)
+            hashes.append(try Command.sha256(path))
+        }
+        // Slow enough (2.6 MiB at 256 KiB/s) that the pack is there to see after add.
+        let daemon = try DaemonProcess(name: "put-packed", config: "[daemon]\nrate_limit = 256K\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let folder = "packed-\(UUID().uuidString.prefix(6))"
+        let ids = try daemon.add(paths, to: "\(servers.nginxURL)/dav/\(folder)/")
+        let cache = daemon.cacheDirectory + "/snapshots"
+        let packs = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasPrefix("pack-") }
+        #expect(packs.count == 1, "one pack for the small copies: \(packs)")
+        // The file over 1 MiB has a copy of its own.
+        #expect(FileManager.default.fileExists(atPath: "\(cache)/\(ids[5])"))
+        for path in paths { try makeRandomFile(at: path, size: 333) }
+
+        let wait = try daemon.ctl(["wait"] + ids.map(\.description) + ["--timeout", "120"], timeout: 140)
+        #expect(wait.status == 0, "\(wait)")
+        for (index, id) in ids.enumerated() {
+            let job = try daemon.job(id)
+            #expect(job.state == .completed)
+            #expect(job.snapshot == "copy")
+            #expect(job.bytesTotal == Int64(sizes[index]))
+            let stored = "\(servers.nginxRoot)/dav/\(folder)/packed-\(index).bin"
+            #expect(try Command.sha256(stored) == hashes[index], "packed-\(index).bin differs on the server")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: cache)
+        #expect(left.isEmpty, "the pack is gone with the last upload: \(left)")
+    }
+
     @Test func basicAuthWithTheRightPasswordUploads() throws {
         let path = files.appendingPathComponent("private.bin").path
         try makeRandomFile(at: path, size: 100_000)

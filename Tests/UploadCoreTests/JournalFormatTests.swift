@@ -28,7 +28,7 @@ struct JournalFormatTests {
         #expect(Int(length) == bytes.count - JournalFormat.frameOverhead)
         #expect(bytes[8] == 4)
         #expect(Array(bytes[9...]) == [7])
-        #expect(JournalFormat.header() == Array("UPLOADD\n".utf8) + [4, 0, 0, 0])
+        #expect(JournalFormat.header() == Array("UPLOADD\n".utf8) + [5, 0, 0, 0])
     }
 
     @Test func theCurrentFormatIsSmallerThanTheJSONOfFormatOne() throws {
@@ -109,9 +109,9 @@ struct JournalFormatTests {
 
     @Test func newerVersionIsRefusedWithItsNumber() {
         var bytes = Fixtures.file(Fixtures.twentyRecords)
-        bytes[8] = 5
-        #expect(throws: JournalFormatError.newerVersion(5)) { try JournalFormat.decode(bytes) }
-        #expect(JournalFormatError.newerVersion(5).description.contains("version 5"))
+        bytes[8] = 6
+        #expect(throws: JournalFormatError.newerVersion(6)) { try JournalFormat.decode(bytes) }
+        #expect(JournalFormatError.newerVersion(6).description.contains("version 6"))
     }
 
     @Test func versionZeroIsNotAJournal() {
@@ -286,8 +286,36 @@ struct JournalFormatTests {
         let contents = try JournalFormat.decode(file)
         #expect(contents.version == 3)
         #expect(contents.records == [.job(job)])
-        file[JournalFormat.magic.count] = 5
-        #expect(throws: JournalFormatError.newerVersion(5)) { try JournalFormat.decode(file) }
+        file[JournalFormat.magic.count] = 6
+        #expect(throws: JournalFormatError.newerVersion(6)) { try JournalFormat.decode(file) }
+    }
+
+    /// Format 5 added a snapshot's offset in a pack. A format 4 file has none: its copies are
+    /// whole files, and it reads so. A packed snapshot comes back with its offset.
+    @Test func aPackOffsetRoundTripsAndFormatFourHasNone() throws {
+        var whole = Fixtures.job(6)
+        whole.snapshot = SourceSnapshot(
+            kind: .copy, path: "/cache/snapshots/6", size: 100, device: 1, inode: 2, modificationTimeNanoseconds: 3)
+        let formatFour = JournalFormat.magic + [4, 0, 0, 0] + JournalFormat.encode([.job(whole)])
+        let four = try JournalFormat.decode(formatFour)
+        #expect(four.version == 4)
+        #expect(four.records == [.job(whole)])
+        guard case .job(let read) = four.records.first else { return }
+        #expect(read.snapshot?.isPacked == false)
+        #expect(read.snapshot?.start == 0)
+
+        var packed = Fixtures.job(7)
+        packed.snapshot = SourceSnapshot(
+            kind: .copy, path: "/cache/snapshots/pack-6", size: 100, device: 1, inode: 2, modificationTimeNanoseconds: 3
+        )
+        packed.snapshot?.packOffset = 65_536
+        packed.snapshot?.cachedCopy = FileIdentity(inode: 9, modificationTimeNanoseconds: 10)
+        let contents = try JournalFormat.decode(JournalFormat.header() + JournalFormat.encode([.job(packed)]))
+        #expect(contents.version == 5)
+        #expect(contents.records == [.job(packed)])
+        guard case .job(let back) = contents.records.first else { return }
+        #expect(back.snapshot?.start == 65_536)
+        #expect(back.snapshot?.isPacked == true)
     }
 
     /// A checkpoint kind this daemon has never heard of (a newer uploadd's protocol changed its

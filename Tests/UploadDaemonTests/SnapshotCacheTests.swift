@@ -51,7 +51,7 @@ struct SnapshotCacheTests {
         try directory.write("src/video.mp4", "changed")
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
 
-        cache.discard(snapshot)
+        cache.discard(snapshot, of: JobID(1))
         #expect(!FileManager.default.fileExists(atPath: snapshot.path))
     }
 
@@ -88,7 +88,7 @@ struct SnapshotCacheTests {
             snapshot.modificationTimeNanoseconds == Int64(info.st_mtim.tv_sec) * 1_000_000_000
                 + Int64(info.st_mtim.tv_nsec))
         #expect(cacheFiles().isEmpty)
-        cache.discard(snapshot)
+        cache.discard(snapshot, of: JobID(1))
         #expect(FileManager.default.fileExists(atPath: path), "discard never deletes the user's file")
     }
 
@@ -173,7 +173,7 @@ struct SnapshotCacheTests {
         let path = try source()
         let foreign = SourceSnapshot(
             kind: .copy, path: path, size: 1, device: 0, inode: 0, modificationTimeNanoseconds: 0)
-        cache.discard(foreign)
+        cache.discard(foreign, of: JobID(1))
         #expect(FileManager.default.fileExists(atPath: path))
     }
 }

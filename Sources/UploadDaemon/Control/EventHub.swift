@@ -34,8 +34,10 @@ final class EventHub: Sendable {
         _ = subscribers.withLock { $0.removeValue(forKey: key) }
     }
 
-    func publishState(_ job: JobInfo) {
-        publish(ControlEvent.state, id: job.id, batch: job.batch) { job.jsonBytes }
+    /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
+    /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
+    func publishState(id: JobID, batch: JobID?, _ info: () -> JobInfo) {
+        publish(ControlEvent.state, id: id, batch: batch) { info().jsonBytes }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.

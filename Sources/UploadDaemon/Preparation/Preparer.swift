@@ -32,6 +32,11 @@ struct Preparer: Sendable {
         var details: [KeyValue] = []
         var partials: [String] = []
         defer { for path in partials { unlink(path) } }
+        // A step reads its input from the file's first byte: a pack holds other jobs' bytes too,
+        // so `add` never packs a job that has steps.
+        guard source.start == 0 else {
+            throw TransferFailure.source("the copy of \(job.spec.source) is in a pack; add the file again")
+        }
         for (index, request) in job.spec.preparation.enumerated() {
             guard let step = steps[request.step] else {
                 throw TransferFailure.config(

@@ -66,16 +66,8 @@ extension Scheduler {
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
         }
-        // Without a copy to make, the file as just checked is the snapshot: one trip to the disk.
-        // Copies are synced below, all of them after the last is made.
-        let copied = await Self.concurrently(accepted) { item in
-            item.spec.snapshot == .none
-                ? item.original
-                : try await Blocking.run {
-                    try snapshots.snapshot(
-                        source: item.spec.source, id: item.id, mode: item.spec.snapshot, syncNow: false)
-                }
-        }
+        // Copies made one by one are synced below, all of them after the last is made.
+        let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
         var jobs: [(index: Int, job: Job)] = []
         let now = dependencies.now()
         for (item, outcome) in zip(accepted, copied) {
@@ -185,7 +177,7 @@ extension Scheduler {
     }
 
     /// `work` for every item, at most 16 at once, the results in the items' order.
-    private static func concurrently<Item: Sendable, Value: Sendable>(
+    static func concurrently<Item: Sendable, Value: Sendable>(
         _ items: [Item], _ work: @escaping @Sendable (Item) async throws -> Value
     ) async -> [Result<Value, any Error>] {
         await withTaskGroup(of: (Int, Result<Value, any Error>).self) { group in

@@ -131,6 +131,7 @@ actor Scheduler {
         // daemon starts up must not be taken for an orphan (socket activation queues that add
         // before the daemon even runs).
         dependencies.snapshots.removeOrphans(keeping: survey.cachedFiles)
+        for (pack, holders) in survey.packHolders { dependencies.snapshots.packs.hold(pack, for: holders) }
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.
@@ -249,7 +250,7 @@ actor Scheduler {
         defer {
             for job in jobs {
                 if let current = store.jobs[job.id] {
-                    dependencies.events.publishState(info(for: current))
+                    dependencies.events.publishState(id: current.id, batch: current.spec.batch) { info(for: current) }
                 } else {
                     dependencies.events.publishRemoved(job.id, batch: job.spec.batch)
                 }
@@ -436,7 +437,8 @@ actor Scheduler {
 
     /// Tells subscribers of a job's change: the job as memory holds it (its revision included).
     func announce(_ job: Job) {
-        dependencies.events.publishState(info(for: store.jobs[job.id] ?? job))
+        let current = store.jobs[job.id] ?? job
+        dependencies.events.publishState(id: current.id, batch: current.spec.batch) { info(for: current) }
     }
 
     /// Lets the held jobs that match go back to the ready queue; returns how many.

@@ -14,6 +14,8 @@ struct StartupSurvey: Sendable {
     var clientTokens: [String: JobID] = [:]
     /// Copies in the cache that jobs still need.
     var cachedFiles = Set<String>()
+    /// The jobs that need each pack of copies.
+    var packHolders: [String: Set<JobID>] = [:]
     /// Jobs whose hook is owed, and canceled jobs whose partial upload the server may still hold.
     var owedHooks: [JobID] = []
     var owedDiscards: [JobID] = []
@@ -44,7 +46,10 @@ struct StartupSurvey: Sendable {
         // Completed and canceled jobs are done with their copies; a kill between their final
         // record and the copy's deletion leaves one behind.
         if job.state != .completed && job.state != .canceled {
-            if job.snapshot?.isCached == true { cachedFiles.insert(job.snapshot!.path) }
+            if let snapshot = job.snapshot, snapshot.isCached {
+                cachedFiles.insert(snapshot.path)
+                if snapshot.isPacked { packHolders[snapshot.path, default: []].insert(job.id) }
+            }
             if let path = job.prepared?.path { cachedFiles.insert(path) }
         }
         guard job.state == .queued else { return }
@@ -61,6 +66,7 @@ struct StartupSurvey: Sendable {
         delayed.formUnion(other.delayed)
         clientTokens.merge(other.clientTokens) { mine, _ in mine }
         cachedFiles.formUnion(other.cachedFiles)
+        packHolders.merge(other.packHolders) { $0.union($1) }
         owedHooks += other.owedHooks
         owedDiscards += other.owedDiscards
     }

@@ -10,6 +10,10 @@ struct SnapshotCache: Sendable {
     let directory: String
     /// Where preparation puts what it makes of a job's source (`Preparer`).
     let preparedDirectory: String
+    /// Which jobs still need each pack of copies (`SnapshotPack.swift`).
+    let packs = PackHolders()
+    /// A copy never takes the last 64 MiB of its file system: room for everything else.
+    static let copyReserve: Int64 = 64 << 20
 
     init(cacheDirectory: String) {
         directory = cacheDirectory + "/snapshots"
@@ -58,7 +62,7 @@ struct SnapshotCache: Sendable {
         return Self.original(source, fd: fd)
     }
 
-    private static func original(_ source: String, fd: Int32) -> SourceSnapshot {
+    static func original(_ source: String, fd: Int32) -> SourceSnapshot {
         var info = stat()
         fstat(fd, &info)
         return SourceSnapshot(
@@ -102,9 +106,7 @@ struct SnapshotCache: Sendable {
             snapshot.cachedCopy = Self.identity(of: targetFD)
             return snapshot
         }
-        // Leave some room for everything else on that file system: a copy never takes the last 64 MiB.
-        let reserve: Int64 = 64 << 20
-        if let free = FileOps.availableBytes(at: directory), free < original.size + reserve {
+        if let free = FileOps.availableBytes(at: directory), free < original.size + Self.copyReserve {
             if mode == .auto { return original }
             throw TransferFailure(
                 JobError(
@@ -142,9 +144,9 @@ struct SnapshotCache: Sendable {
 
     /// The fsync a copy made with `syncNow: false` still owes, by its name in the cache (a folder
     /// only uploadd writes to; the name is not followed if it is a link). Nothing to do for the
-    /// original file.
+    /// original file, nor for a pack (`pack` synced it).
     func makeDurable(_ snapshot: SourceSnapshot) throws {
-        guard snapshot.isCached else { return }
+        guard snapshot.isCached, !snapshot.isPacked else { return }
         let fd = open(snapshot.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open", path: snapshot.path) }
         defer { close(fd) }
@@ -152,7 +154,7 @@ struct SnapshotCache: Sendable {
     }
 
     /// The cached copy's own inode and mtime, journaled so that a file put in its place is noticed.
-    private static func identity(of fd: Int32) -> FileIdentity? {
+    static func identity(of fd: Int32) -> FileIdentity? {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
         return FileIdentity(
@@ -168,13 +170,14 @@ struct SnapshotCache: Sendable {
 
     /// Deletes what the cache holds for a job: its snapshot copy and its prepared file.
     func discardFiles(of job: Job) {
-        discard(job.snapshot)
+        discard(job.snapshot, of: job.id)
         discard(job.prepared)
     }
 
-    /// Deletes a job's cached file, if it has one.
-    func discard(_ snapshot: SourceSnapshot?) {
+    /// Deletes job `id`'s cached file, if it has one; a pack, once no other job needs it.
+    func discard(_ snapshot: SourceSnapshot?, of id: JobID) {
         guard let snapshot, snapshot.isCached, snapshot.path.hasPrefix(directory + "/") else { return }
+        if snapshot.isPacked && !packs.release(snapshot.path, by: id) { return }
         unlink(snapshot.path)
     }
 
@@ -182,7 +185,8 @@ struct SnapshotCache: Sendable {
     /// in the middle of a preparation).
     ///
     /// Only what the cache itself makes is touched: regular files of ours named by a job ID (and,
-    /// in the prepared folder, `ID-RUN` and `ID-RUN.N.partial`). Anything else is left alone and reported.
+    /// in the snapshot folder, packs `pack-ID`; in the prepared folder, `ID-RUN` and
+    /// `ID-RUN.N.partial`). Anything else is left alone and reported.
     func removeOrphans(keeping paths: Set<String>) {
         for (folderPath, isPrepared) in [(directory, false), (preparedDirectory, true)] {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { continue }
@@ -191,7 +195,8 @@ struct SnapshotCache: Sendable {
             defer { close(folder) }
             for name in names where !paths.contains(folderPath + "/" + name) {
                 var info = stat()
-                guard JobID(name) != nil || (isPrepared && Self.isPreparedName(name)),
+                guard
+                    JobID(name) != nil || (isPrepared ? Self.isPreparedName(name) : Self.isPackName(name)),
                     fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
                     info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid()
                 else {

@@ -7,9 +7,13 @@ import UploadWire
 ///
 /// Opened from the job's snapshot when an attempt starts. For `.original` snapshots the file's
 /// identity (device, inode, size, mtime) must still match what `add` saw, before and after upload.
+/// A packed copy's bytes are `size` bytes from `start` in its pack: offsets given to `read` count
+/// from `start`, and nothing past the job's own bytes is ever read.
 final class SourceFile: Sendable {
     let fd: Int32
     let size: Int64
+    /// Where the job's bytes begin in the file (0 unless the copy is in a pack).
+    let start: Int64
     let snapshot: SourceSnapshot
     /// The path the user named, for messages.
     let displayPath: String
@@ -32,7 +36,11 @@ final class SourceFile: Sendable {
         }
         self.fd = fd
         self.size = snapshot.size
+        self.start = snapshot.start
         do throws(TransferFailure) {
+            guard snapshot.start >= 0, snapshot.size >= 0, snapshot.start <= Int64.max - snapshot.size else {
+                throw .source("the snapshot of \(displayPath) names an impossible range; add the file again")
+            }
             if snapshot.isCached {
                 var info = stat()
                 guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else {
@@ -71,8 +79,10 @@ final class SourceFile: Sendable {
         guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: snapshot.path).description) }
         let size = Int64(info.st_size)
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        // A pack holds other jobs' bytes after this one's, so it is only too short if it ends early.
+        let sizeChanged = snapshot.isPacked ? size < start + snapshot.size : size != snapshot.size
         let changed =
-            size != snapshot.size
+            sizeChanged
             || (snapshot.kind == .original
                 && (UInt64(info.st_ino) != snapshot.inode || UInt64(info.st_dev) != snapshot.device
                     || mtime != snapshot.modificationTimeNanoseconds))
@@ -90,10 +100,13 @@ final class SourceFile: Sendable {
         }
     }
 
-    /// Reads up to `count` bytes at `offset` into `buffer`; returns the bytes read, or -1 with errno.
+    /// Reads up to `count` bytes at `offset` (from the job's first byte) into `buffer`; returns the
+    /// bytes read, 0 at the job's end, or -1 with errno.
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+        let count = Int(max(min(Int64(count), size - offset), 0))
+        guard count > 0 else { return 0 }
         while true {
-            let result = pread(fd, buffer, count, off_t(offset))
+            let result = pread(fd, buffer, count, off_t(start + offset))
             if result < 0 && errno == EINTR { continue }
             return result
         }

@@ -106,11 +106,13 @@ struct FileTransfer: Transfer {
         guard fchmod(fd, fileMode(umask: umask)) == 0 else {
             throw TransferFailure.io(SystemError("chmod", path: "\(folder)/\(temp)").description)
         }
-        var offset: Int64 = 0
+        // Offsets in the source file: a packed copy's bytes begin at `start`.
+        var offset = source.start
+        let end = source.start + source.size
         let chunk = 8 << 20
-        while offset < source.size {
+        while offset < end {
             if canceled.load(ordering: .relaxed) { throw CancellationError() }
-            let want = Int(min(Int64(chunk), source.size - offset))
+            let want = Int(min(Int64(chunk), end - offset))
             let before = offset
             let copied = FileCopy.copyRange(from: source.fd, offset: &offset, to: fd, length: want)
             if copied < 0 {

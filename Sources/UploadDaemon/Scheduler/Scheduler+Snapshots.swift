@@ -1,0 +1,76 @@
+import UploadCore
+import UploadWire
+
+/// The snapshots of the files of one `add`.
+extension Scheduler {
+    /// A file to snapshot: its job's spec and ID, and the file as the add's check found it.
+    typealias SnapshotRequest = (spec: JobSpec, original: SourceSnapshot, id: JobID)
+
+    /// Each file's snapshot, in order, or why it has none. Small files copied together go into
+    /// packs (`SnapshotPack.swift`), several at once when there are many; a pack holds
+    /// no file that a preparation step will read (steps read their input from its first byte).
+    /// The rest are copied one by one, several at once; without a copy to make, the file as
+    /// checked is the snapshot. Copies made one by one still owe their fsync (`makeDurable`).
+    static func takeSnapshots(_ requests: [SnapshotRequest], cache: SnapshotCache) async
+        -> [Result<SourceSnapshot, any Error>]
+    {
+        var results = [Result<SourceSnapshot, any Error>?](repeating: nil, count: requests.count)
+        for (group, outcome) in await packSmallCopies(requests, cache: cache) {
+            guard case .success(let packed?) = outcome else { continue }
+            var holders: [JobID] = []
+            for (index, result) in zip(group, packed) {
+                results[index] = result.mapError { $0 }
+                if case .success(let snapshot) = result, snapshot.isPacked { holders.append(requests[index].id) }
+            }
+            if !holders.isEmpty { cache.packs.hold(cache.packPath(named: requests[group[0]].id), for: holders) }
+        }
+        let single = requests.indices.filter { results[$0] == nil }
+        let copied = await concurrently(single) { index in
+            let request = requests[index]
+            return request.spec.snapshot == .none
+                ? request.original
+                : try await Blocking.run {
+                    try cache.snapshot(
+                        source: request.spec.source, id: request.id, mode: request.spec.snapshot, syncNow: false)
+                }
+        }
+        for (index, result) in zip(single, copied) { results[index] = result }
+        return results.map { $0! }
+    }
+
+    /// Packs of the small files to copy, when there are at least two: each group (indices into
+    /// `requests`) with what its pack made of it, nil when it could not be made.
+    private static func packSmallCopies(_ requests: [SnapshotRequest], cache: SnapshotCache) async
+        -> [(group: [Int], outcome: Result<[Result<SourceSnapshot, TransferFailure>]?, any Error>)]
+    {
+        let small = requests.indices.filter {
+            requests[$0].spec.snapshot != .none && requests[$0].spec.preparation.isEmpty
+                && requests[$0].original.size <= SnapshotCache.packedFileLimit
+        }
+        guard small.count >= 2 else { return [] }
+        var groups: [[Int]] = [[]]
+        var bytes: Int64 = 0
+        for index in small {
+            let size = requests[index].original.size
+            if !groups[groups.count - 1].isEmpty && bytes + size > SnapshotCache.packLimit {
+                groups.append([])
+                bytes = 0
+            }
+            groups[groups.count - 1].append(index)
+            bytes += size
+        }
+        groups.removeAll { $0.count < 2 }
+        let packed = await concurrently(groups) { group in
+            try await Blocking.run {
+                cache.pack(
+                    group.map {
+                        (
+                            requests[$0].spec.source, requests[$0].original.size, requests[$0].id,
+                            requests[$0].spec.snapshot
+                        )
+                    })
+            }
+        }
+        return Array(zip(groups, packed)).map { ($0, $1) }
+    }
+}

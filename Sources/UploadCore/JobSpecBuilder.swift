@@ -8,7 +8,7 @@ public enum JobSpecBuilder {
         guard params.source.hasPrefix("/") else {
             throw invalid("source must be an absolute path (uploadctl makes relative paths absolute): \(params.source)")
         }
-        guard !params.source.contains("\0") else { throw invalid("source contains a NUL byte") }
+        guard !params.source.utf8.contains(0) else { throw invalid("source contains a NUL byte") }
         let destination: Destination
         do {
             destination = try Destination.parse(params.destination)

@@ -290,6 +290,26 @@ struct JournalFormatTests {
         #expect(throws: JournalFormatError.newerVersion(6)) { try JournalFormat.decode(file) }
     }
 
+    /// The journal fuzzer's seed of 1,402 frames (made by hand, `Tests/Fuzz/Corpus/journal`) is a
+    /// whole journal of the current format: mutations of it reach the decoder's parallel windows
+    /// (256 frames and more), which the other seeds are too small for.
+    @Test func theFuzzSeedOfManyFramesDecodesWhole() throws {
+        let seed = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/Corpus/journal/format5-many-frames")
+        let contents = try JournalFormat.decode([UInt8](try Data(contentsOf: seed)))
+        #expect(contents.version == JournalFormat.version)
+        #expect(contents.damage == nil)
+        #expect(contents.records.count == 1_402)
+        #expect(contents.records.first == .nextID(1_000))
+        #expect(contents.records[1] == .progress(JobProgress(id: JobID(1), bytesAcked: 100, checkpoint: nil)))
+        #expect(contents.records[2] == .removed(JobID(1)))
+        guard case .foreign(let future)? = contents.records.last else {
+            Issue.record("the last record is a foreign one")
+            return
+        }
+        #expect(future.type == 9)
+    }
+
     /// Format 5 added a snapshot's offset in a pack. A format 4 file has none: its copies are
     /// whole files, and it reads so. A packed snapshot comes back with its offset.
     @Test func aPackOffsetRoundTripsAndFormatFourHasNone() throws {

@@ -61,9 +61,19 @@ struct DestinationTests {
         #expect(SafeFileName.component(from: path) == name)
     }
 
-    @Test(arguments: ["/", "/a/..", "/a/.", "/a/b\n", "/a/tab\there", "/a/del\u{7F}", ""])
+    @Test(arguments: ["/", "//", "/a/..", "/a/.", "/a/b\n", "/a/tab\there", "/a/del\u{7F}", ""])
     func unsafeNames(path: String) {
         #expect(SafeFileName.component(from: path) == nil)
+    }
+
+    /// The last component is found by bytes now: it must be what NSString's lastPathComponent gives
+    /// (but for `//`, which corelibs reads as "" and Darwin as "/": unsafe either way, see above).
+    @Test(arguments: [
+        "", "/", "a", "/a", "a/", "/a/b", "/a/b/", "/a/b//", "a//b", "/é/ü", "/dir/vidéo 1.mov/", "/a/🇫🇷",
+        "x/🇫🇷/", "/a/e\u{301}", "/a/.", "/a/..", "..", "/a b/c d",
+    ])
+    func lastComponentIsNSStringsLastPathComponent(path: String) {
+        #expect(SafeFileName.lastComponent(of: path) == (path as NSString).lastPathComponent)
     }
 
     @Test func isSafeRefusesSlashes() {

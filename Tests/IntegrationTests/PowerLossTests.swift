@@ -38,6 +38,9 @@ final class PowerLossTests {
         /// It was gone after a restart that followed an unanswered clear (so it was finished).
         var vanished = false
         var isGone: Bool { cleared != nil || vanished }
+        /// The pack its copy went into (`snapshots/pack-FIRST`) and the pack's size, when it was
+        /// added with other small files.
+        var pack: (first: JobID, bytes: Int)?
     }
 
     let servers: TestServers
@@ -173,23 +176,34 @@ final class PowerLossTests {
 
             let events = EventListener(socket: daemon.socket)
             // Some adds, and now and then a pause or a cancel of a job the daemon acknowledged.
-            /// Adds one file; false when the daemon did not acknowledge it.
-            func add(_ kind: Kind, size: Int) throws -> Bool {
-                fileCount += 1
-                let name = "\(run)-\(fileCount)-\(kind.rawValue).bin"
-                let path = files.appendingPathComponent(name).path
-                try makeRandomFile(at: path, size: size)
-                let result = try daemon.ctl(["add", path] + destination(kind))
-                guard result.status == 0, let id = JobID(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-                else { return false }
-                // IDs are never given twice, even to a job added after every other was cleared.
-                #expect(
-                    id.rawValue > highestID,
-                    "after cut \(cut) (seed \(seed)): job ID \(id) given after \(highestID)")
-                highestID = max(highestID, id.rawValue)
-                acknowledged[id] = Acknowledged(kind: kind, name: name, path: path)
-                return true
+            /// Adds files in one `uploadctl add`; false when the daemon did not acknowledge them all.
+            /// uploadctl sends the first file alone and the rest together: small ones then share a pack.
+            func add(_ kind: Kind, sizes: [Int]) throws -> Bool {
+                var added: [(name: String, path: String)] = []
+                for size in sizes {
+                    fileCount += 1
+                    let name = "\(run)-\(fileCount)-\(kind.rawValue).bin"
+                    let path = files.appendingPathComponent(name).path
+                    try makeRandomFile(at: path, size: size)
+                    added.append((name, path))
+                }
+                let result = try daemon.ctl(["add"] + added.map(\.path) + destination(kind))
+                // The IDs printed were acknowledged, even when the daemon died before the rest.
+                let ids = result.stdout.split(separator: "\n").compactMap { JobID(String($0)) }
+                let packBytes = sizes.dropFirst().reduce(0, +)
+                for (index, id) in ids.enumerated() {
+                    // IDs are never given twice, even to a job added after every other was cleared.
+                    #expect(
+                        id.rawValue > highestID,
+                        "after cut \(cut) (seed \(seed)): job ID \(id) given after \(highestID)")
+                    highestID = max(highestID, id.rawValue)
+                    var upload = Acknowledged(kind: kind, name: added[index].name, path: added[index].path)
+                    if index > 0 && sizes.count > 2 { upload.pack = (ids[1], packBytes) }
+                    acknowledged[id] = upload
+                }
+                return result.status == 0 && ids.count == sizes.count
             }
+            func add(_ kind: Kind, size: Int) throws -> Bool { try add(kind, sizes: [size]) }
             /// Clears the finished jobs; false when the daemon died before it answered.
             func clear() -> Bool {
                 guard let reply = try? daemon.ctlJSON(JobList.self, ["clear"]) else {
@@ -214,6 +228,11 @@ final class PowerLossTests {
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let kind = Kind.allCases.randomElement(using: &random)!
                 _ = try add(kind, size: [1, 40_000, 600_000, 3 << 20].randomElement(using: &random)!)
+            }
+            // Now and then small files in one add: the power goes while their pack is made too.
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                let kind: Kind = Bool.random(using: &random) ? .put : .file
+                _ = try add(kind, sizes: (0..<4).map { _ in Int.random(in: 1...90_000, using: &random) })
             }
             let open = acknowledged.filter { !$0.value.state.isTerminal && $0.value.state != .paused }.keys.sorted()
             if let id = open.randomElement(using: &random), Int.random(in: 0..<4, using: &random) == 0 {
@@ -353,15 +372,17 @@ final class PowerLossTests {
                 break
             }
             if !job.state.isTerminal, job.snapshot == "copy" || job.snapshot == "reflink" {
-                let copy = daemon.cacheDirectory + "/snapshots/\(id)"
+                // A packed copy is in its pack, with the other small files of its add.
+                let copy = daemon.cacheDirectory + "/snapshots/" + (upload.pack.map { "pack-\($0.first)" } ?? "\(id)")
+                let expected = upload.pack.map { Int64($0.bytes) } ?? job.bytesTotal
                 var info = stat()
                 let size = stat(copy, &info) == 0 ? Int64(info.st_size) : -1
                 // The job runs from the moment the daemon is ready: it may have finished since
                 // the list, and a finished job's copy goes once its end is durable.
-                if size != job.bytesTotal, try daemon.job(id).state.isTerminal { continue }
+                if size != expected, try daemon.job(id).state.isTerminal { continue }
                 #expect(
-                    size == job.bytesTotal,
-                    "after cut \(cut) (seed \(seed)): job \(id)'s cached copy is \(size) of \(job.bytesTotal) bytes")
+                    size == expected,
+                    "after cut \(cut) (seed \(seed)): job \(id)'s cached copy \(copy) is \(size) of \(expected) bytes")
             }
         }
     }

@@ -23,6 +23,15 @@ struct SnapshotPackTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: cache.directory)) ?? []).sorted()
     }
 
+    /// `count` source files of `size` bytes each, for jobs 1..., to be copied (`--snapshot copy`).
+    func copies(_ count: Int, size: Int, firstID: UInt64 = 1) throws -> [(String, Int64, JobID, SnapshotMode)] {
+        try (0..<count).map { index in
+            let id = firstID + UInt64(index)
+            let path = try directory.write("src/\(id)", bytes: bytes(size, seed: UInt8(truncatingIfNeeded: id)))
+            return (path, Int64(size), JobID(id), .copy)
+        }
+    }
+
     /// Everything a transfer reads of a snapshot, by SourceFile, in pieces that run past its end.
     func readAll(_ snapshot: SourceSnapshot) throws -> [UInt8] {
         let file = try SourceFile(snapshot: snapshot, displayPath: snapshot.path)
@@ -93,12 +102,7 @@ struct SnapshotPackTests {
     }
 
     @Test func thePackGoesWhenTheLastJobLetsGo() throws {
-        let files = try (1...3).map { index in
-            (
-                try directory.write("src/\(index)", bytes: bytes(1_000, seed: UInt8(index))), Int64(1_000),
-                JobID(UInt64(index)), SnapshotMode.copy
-            )
-        }
+        let files = try copies(3, size: 1_000)
         let snapshots = try #require(cache.pack(files)).map { try $0.get() }
         cache.packs.hold(snapshots[0].path, for: [JobID(1), JobID(2), JobID(3)])
         cache.discard(snapshots[1], of: JobID(2))
@@ -111,12 +115,7 @@ struct SnapshotPackTests {
     }
 
     @Test func aPackChangedOrCutShortIsRefused() throws {
-        let files = try (1...2).map { index in
-            (
-                try directory.write("src/\(index)", bytes: bytes(4_096, seed: UInt8(index))), Int64(4_096),
-                JobID(UInt64(index)), SnapshotMode.copy
-            )
-        }
+        let files = try copies(2, size: 4_096)
         let snapshots = try #require(cache.pack(files)).map { try $0.get() }
         let path = snapshots[0].path
         // Cut short: the second job's bytes are not all there; the first job's still are.
@@ -130,12 +129,7 @@ struct SnapshotPackTests {
     }
 
     @Test func orphanedPacksGoAndPacksJobsNeedStay() throws {
-        let files = try (1...2).map { index in
-            (
-                try directory.write("src/\(index)", bytes: bytes(10, seed: UInt8(index))), Int64(10),
-                JobID(UInt64(index)), SnapshotMode.copy
-            )
-        }
+        let files = try copies(2, size: 10)
         let kept = try #require(cache.pack(files))[0].get()
         let orphan = try #require(cache.pack(files.map { ($0.0, $0.1, JobID($0.2.rawValue + 10), $0.3) }))[0].get()
         _ = try directory.write("cache/snapshots/pack-notanid", "not ours")

@@ -17,12 +17,7 @@ extension Scheduler {
         var results = [Result<SourceSnapshot, any Error>?](repeating: nil, count: requests.count)
         for (group, outcome) in await packSmallCopies(requests, cache: cache) {
             guard case .success(let packed?) = outcome else { continue }
-            var holders: [JobID] = []
-            for (index, result) in zip(group, packed) {
-                results[index] = result.mapError { $0 }
-                if case .success(let snapshot) = result, snapshot.isPacked { holders.append(requests[index].id) }
-            }
-            if !holders.isEmpty { cache.packs.hold(cache.packPath(named: requests[group[0]].id), for: holders) }
+            for (index, result) in zip(group, packed) { results[index] = result.mapError { $0 } }
         }
         let single = requests.indices.filter { results[$0] == nil }
         let copied = await concurrently(single) { index in

@@ -116,7 +116,7 @@ struct SnapshotCache: Sendable {
                 retryable: false)
         }
         do {
-            try copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
+            try Self.copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
             // fsync, not fdatasync: the copy's mtime is part of its identity (`FileIdentity`) and
             // must survive a power cut as its bytes do.
             if !Self.sync(targetFD, now: syncNow) { throw SystemError("fsync", path: target) }
@@ -217,7 +217,11 @@ struct SnapshotCache: Sendable {
 
     /// FileCopy in a loop (copy_file_range where the kernel can). The caller syncs the copy before
     /// the job that relies on it is journaled.
-    private func copyContents(from source: Int32, to target: Int32, length: Int64, target path: String) throws {
+    /// Returns the bytes copied: fewer than `length` when the source ended early.
+    @discardableResult
+    static func copyContents(from source: Int32, to target: Int32, length: Int64, target path: String)
+        throws(SystemError) -> Int64
+    {
         var copied: Int64 = 0
         while copied < length {
             let chunk = Int(min(length - copied, 1 << 30))
@@ -225,6 +229,7 @@ struct SnapshotCache: Sendable {
             if count < 0 { throw SystemError("copy into", path: path) }
             if count == 0 { break }
         }
+        return copied
     }
 }
 

@@ -29,7 +29,8 @@ extension SnapshotCache {
     /// another into a new pack named after the first job, and syncs it. One result per file: its
     /// snapshot, or why that file could not be copied (the others go on). Nil when the pack itself
     /// cannot be made or has no room: the caller copies the files one by one, with the rules of
-    /// their snapshot mode. Blocking: call it off the cooperative pool.
+    /// their snapshot mode. The jobs packed hold the pack (`packs`). Blocking: call it off the
+    /// cooperative pool.
     func pack(_ files: [(source: String, size: Int64, id: JobID, mode: SnapshotMode)])
         -> [Result<SourceSnapshot, TransferFailure>]?
     {
@@ -58,6 +59,8 @@ extension SnapshotCache {
                 retryable: false)
             return results.map { (try? $0.get())?.isPacked == true ? .failure(failure) : $0 }
         }
+        // Its jobs hold it from here: it goes when the last of them lets go.
+        packs.hold(path, for: zip(files, results).filter { (try? $1.get())?.isPacked == true }.map { $0.0.id })
         return results.map { result in
             result.map { snapshot in
                 var snapshot = snapshot
@@ -83,11 +86,10 @@ extension SnapshotCache {
         let original = original(source, fd: sourceFD)
         var copied: Int64 = 0
         var failure: SystemError?
-        while copied < original.size {
-            let count = FileCopy.copyRange(
-                from: sourceFD, offset: &copied, to: pack, length: Int(original.size - copied))
-            if count < 0 { failure = SystemError("copy into", path: path) }
-            if count <= 0 { break }
+        do {
+            copied = try copyContents(from: sourceFD, to: pack, length: original.size, target: path)
+        } catch {
+            failure = error
         }
         guard copied == original.size, failure == nil else {
             // What was written of this file goes, so the next one starts where this one began.

@@ -60,6 +60,7 @@ static inline CURLMcode CCurl_multi_setopt_long(CURLM *handle, CURLMoption optio
 // Return values of the read callback, as plain constants Swift can see.
 static const size_t CCurl_READFUNC_ABORT = CURL_READFUNC_ABORT;
 static const size_t CCurl_READFUNC_PAUSE = CURL_READFUNC_PAUSE;
+static const int CCurl_PAUSE_CONT = CURLPAUSE_CONT;
 
 static const long CCurl_AUTH_BASIC = (long)CURLAUTH_BASIC;
 static const long CCurl_GLOBAL_ALL = CURL_GLOBAL_ALL;

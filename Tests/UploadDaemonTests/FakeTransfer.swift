@@ -68,6 +68,8 @@ final class FakeTransfer: Transfer {
                 }
             }
         }
+        // As a request body would pause, for a copy made alongside.
+        while let growing = context.source.growing, !growing.isCopied { try await Task.sleep(for: .milliseconds(2)) }
         var bytes: [UInt8] = []
         try context.source.forEachPiece(offset: 0, length: context.source.size) { bytes += $0 }
         record.withLock { $0.sent[name] = (context.target.fileName, bytes) }

@@ -156,7 +156,7 @@ struct SnapshotPackTests {
             try request("d", size: 100, mode: .copy, image: true, id: 4),
             try request("e", size: 300, mode: .copy, id: 5),
         ]
-        let snapshots = try await Scheduler.takeSnapshots(requests, cache: cache).map { try $0.get() }
+        let snapshots = try await Scheduler.takeSnapshots(requests, cache: cache).map { try $0.get().snapshot }
         #expect(snapshots.map(\.packOffset) == [0, nil, nil, nil, 100])
         #expect(snapshots.map(\.kind) == [.copy, snapshots[1].kind, .original, snapshots[3].kind, .copy])
         #expect(cache.packs.holding(cache.directory + "/pack-1") == [JobID(1), JobID(5)])
@@ -164,6 +164,6 @@ struct SnapshotPackTests {
 
         // One small copy alone is copied as before.
         let alone = try await Scheduler.takeSnapshots([try request("f", size: 10, mode: .auto, id: 6)], cache: cache)
-        #expect(try alone[0].get().isPacked == false)
+        #expect(try alone[0].get().snapshot.isPacked == false)
     }
 }

@@ -28,7 +28,14 @@ final class BodyReader {
         }
     }
 
-    /// Copies the next bytes into `buffer`; 0 at the end; -1 on a read error.
+    /// What `read` returns when the next bytes of the file are not copied yet (`GrowingCopy`): the
+    /// request pauses (CURL_READFUNC_PAUSE) until `resumeIfReady` finds them there.
+    static let notReady = -2
+    /// Whether the last `read` returned `notReady`, and whether a wake-up is asked for since.
+    private(set) var waitsForCopy = false
+    private var wakeArmed = false
+
+    /// Copies the next bytes into `buffer`; 0 at the end; -1 on a read error; `notReady`.
     func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
         let wanted = Int(min(Int64(capacity), length - position))
         guard wanted > 0 else { return 0 }
@@ -38,6 +45,10 @@ final class BodyReader {
             bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress! + Int(position), byteCount: wanted) }
             count = wanted
         case .file(let region):
+            guard region.file.isReady(at: region.offset + position) else {
+                waitsForCopy = true
+                return Self.notReady
+            }
             count = region.file.read(into: buffer, count: wanted, at: region.offset + position)
             if count < 0 {
                 readError = .source(SystemError("read", path: region.file.displayPath).description)
@@ -60,6 +71,23 @@ final class BodyReader {
         }
         position += Int64(count)
         return count
+    }
+
+    /// For a reader paused by `notReady`: true once its next bytes are copied (the caller then
+    /// unpauses the request); else `wake` is called when they may be, once per pause.
+    func resumeIfReady(wake: @escaping @Sendable () -> Void) -> Bool {
+        guard waitsForCopy, case .file(let region) = source else { return false }
+        let offset = region.offset + position
+        if region.file.isReady(at: offset) {
+            waitsForCopy = false
+            wakeArmed = false
+            return true
+        }
+        if !wakeArmed, let growing = region.file.growing {
+            wakeArmed = true
+            growing.wake(whenPast: region.file.start + offset, wake)
+        }
+        return false
     }
 
     /// Moves to `offset` (libcurl rewinds to resend a body).

@@ -81,6 +81,14 @@ final class CurlRequest {
         return Int(min(2 << 20, max(16 << 10, rateLimit / 4)))
     }
 
+    /// Unpauses the request when a body paused for bytes not yet copied can go on (on the HTTP
+    /// thread, between calls to curl_multi_perform); else `wake` comes when it may.
+    func resumeReadingIfReady(wake: @escaping @Sendable () -> Void) {
+        for reader in readers where reader.resumeIfReady(wake: wake) {
+            _ = curl_easy_pause(handle, CCurl_PAUSE_CONT)
+        }
+    }
+
     /// The failure of a finished transfer, or nil when it got an answer.
     func failure(for code: CURLcode) -> TransferFailure? {
         if code == CURLE_OK { return nil }
@@ -332,6 +340,7 @@ private let curlRead: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, Un
     guard let buffer, let userdata else { return CCurl_READFUNC_ABORT }
     let reader = Unmanaged<BodyReader>.fromOpaque(userdata).takeUnretainedValue()
     let result = reader.read(into: buffer, capacity: size * count)
+    if result == BodyReader.notReady { return CCurl_READFUNC_PAUSE }
     return result < 0 ? CCurl_READFUNC_ABORT : result
 }
 

@@ -148,6 +148,10 @@ final class HTTPClient: Sendable {
                 }
             }
             if !active.isEmpty {
+                let multi = multi
+                for request in active.values {
+                    request.resumeReadingIfReady { curl_multi_wakeup(multi.pointer) }
+                }
                 curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
             }
         }

@@ -45,10 +45,11 @@ extension Scheduler {
         let makeTransfer = dependencies.makeTransfer
         let http = dependencies.http
         let reachability = dependencies.reachability
+        let growing = growingCopy(of: id)
         let task = Task { [weak self] in
             guard let self else { return }
             let outcome = await Self.runAttempt(
-                job: startedJob, target: target, transfer: transfer, meter: meter, scheduler: self,
+                job: startedJob, growing: growing, target: target, transfer: transfer, meter: meter, scheduler: self,
                 makeTransfer: { try makeTransfer($0, http) }, http: http, reachability: reachability)
             await self.attemptEnded(id, outcome: outcome)
         }
@@ -65,9 +66,10 @@ extension Scheduler {
     }
 
     /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
+    /// `growing`: the copy of the job's file, while it is being made (`Scheduler+CopyAlongside`).
     private static func runAttempt(
-        job: Job, target initialTarget: ResolvedTarget, transfer madeTransfer: (any Transfer)?, meter: ProgressMeter,
-        scheduler: Scheduler,
+        job: Job, growing: GrowingCopy?, target initialTarget: ResolvedTarget, transfer madeTransfer: (any Transfer)?,
+        meter: ProgressMeter, scheduler: Scheduler,
         makeTransfer: @Sendable (UploadProtocol) throws -> any Transfer, http: any HTTPSending,
         reachability: @Sendable (String, Bool) async -> Reachability.Answer
     ) async -> AttemptOutcome? {
@@ -77,7 +79,7 @@ extension Scheduler {
             guard let snapshot = job.snapshot else {
                 throw TransferFailure.source("job \(job.id) has no source snapshot")
             }
-            let source = try Self.openSource(of: job, snapshot: snapshot)
+            let source = try Self.openSource(of: job, snapshot: snapshot, growing: growing)
             let id = job.id
             // Offline, nothing is tried: the job waits for the network and spends no attempt.
             if usesNetwork, case .unreachable(let reason) = await reachability(target.url, false) {
@@ -89,6 +91,10 @@ extension Scheduler {
                 target.settle(chosen)
                 await scheduler.protocolResolved(id, target.uploadProtocol, why)
             }
+            if growing != nil && !readsWhileCopying(target.uploadProtocol), await scheduler.untilSaved(id) != nil {
+                throw CancellationError()  // the add is undone, and the job with it
+            }
+            try Task.checkCancellation()
             let transfer = try madeTransfer ?? makeTransfer(target.uploadProtocol)
             let context = TransferContext(
                 job: job, target: target, source: source, meter: meter,
@@ -117,9 +123,9 @@ extension Scheduler {
     /// What an attempt sends: the prepared file when preparation made one (checked against the
     /// journaled SHA-256, so that a resume sends the bytes the server already has part of), else
     /// the snapshot.
-    private static func openSource(of job: Job, snapshot: SourceSnapshot) throws -> SourceFile {
+    private static func openSource(of job: Job, snapshot: SourceSnapshot, growing: GrowingCopy?) throws -> SourceFile {
         guard let prepared = job.prepared, prepared.path != snapshot.path else {
-            return try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
+            return try SourceFile(snapshot: snapshot, displayPath: job.spec.source, growing: growing)
         }
         let source = try SourceFile(cachedFile: prepared.path, displayPath: job.spec.source)
         guard source.size == prepared.size, try source.sha256Hex() == prepared.sha256 else {

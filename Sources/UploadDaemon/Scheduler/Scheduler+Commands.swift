@@ -18,6 +18,8 @@ extension Scheduler {
         var pending: [(index: Int, spec: JobSpec)] = []
         var tokensInBatch: [String: Int] = [:]
         var sameTokenAs: [(index: Int, first: Int)] = []
+        // Adds answered by a job added before, which may still wait for its copy.
+        var answeredBy: [(index: Int, id: JobID)] = []
         for (index, params) in batch.enumerated() {
             do throws(RPCError) {
                 var spec = try JobSpecBuilder.build(params)
@@ -25,8 +27,8 @@ extension Scheduler {
                 applyRemoteDefaults(&spec)
                 try checkAgainstConfig(spec)
                 if let token = spec.clientToken {
-                    if let existing = clientTokens[token], let job = store.jobs[existing] {
-                        results[index] = .success(info(for: job))
+                    if let existing = clientTokens[token], store.jobs[existing] != nil {
+                        answeredBy.append((index, existing))
                         continue
                     }
                     if let first = tokensInBatch[token] {
@@ -69,10 +71,12 @@ extension Scheduler {
         // Copies made one by one are synced below, all of them after the last is made.
         let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
         var jobs: [(index: Int, job: Job)] = []
+        var growingCopies: [JobID: GrowingCopy] = [:]
         let now = dependencies.now()
         for (item, outcome) in zip(accepted, copied) {
             switch outcome {
-            case .success(let snapshot):
+            case .success(let (snapshot, growing)):
+                growingCopies[item.id] = growing
                 var job = Job(id: item.id, spec: item.spec, createdAt: now)
                 job.snapshot = snapshot
                 job.bytesTotal = snapshot.size
@@ -89,14 +93,16 @@ extension Scheduler {
         // after the last copy was written, so that the file system commits them together: one
         // journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
         // An add whose job was made but cannot be kept: its files go, and its client hears why.
+        // Copies made alongside are saved later, each on its own (`Scheduler+CopyAlongside`).
         func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error) {
+            growingCopies[job.id]?.cancel()
             snapshots.discardFiles(of: job)
             let noSpace = (error as? SystemError)?.isNoSpace ?? false
             results[index] = .failure(
                 RPCError(
                     code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
         }
-        let cached = jobs.filter { $0.job.snapshot?.isCached == true }
+        let cached = jobs.filter { $0.job.snapshot?.isCached == true && growingCopies[$0.job.id] == nil }
         let synced = await Self.concurrently(cached) { item in
             try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
         }
@@ -107,7 +113,7 @@ extension Scheduler {
             unsaved.insert(item.index)
         }
         jobs.removeAll { unsaved.contains($0.index) }
-        if jobs.contains(where: { $0.job.snapshot?.isCached == true }) {
+        if !cached.isEmpty {
             do {
                 try await Blocking.run { try snapshots.syncFolder() }
             } catch {
@@ -120,6 +126,7 @@ extension Scheduler {
                 store.apply(.job(job))
                 if let token = job.spec.clientToken { clientTokens[token] = job.id }
             }
+            holdUntilSaved(growingCopies)
             do {
                 try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
                 for (index, job) in jobs {
@@ -133,14 +140,31 @@ extension Scheduler {
             } catch {
                 for (index, job) in jobs {
                     _ = forgetInMemory(job)
+                    undoAdd(job.id)
                     snapshots.discardFiles(of: job)
                     results[index] = .failure(
                         RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))
                 }
             }
         }
+        for (index, job) in jobs where growingCopies[job.id] != nil {
+            guard case .success? = results[index] else { continue }
+            results[index] = await answer(job.id)
+        }
+        for (index, id) in answeredBy { results[index] = await answer(id) }
         for (index, first) in sameTokenAs { results[index] = results[first] }
         return results.map { $0 ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "not added")) }
+    }
+
+    /// The answer to an add of job `id`, once its copy is saved (at once for most jobs).
+    private func answer(_ id: JobID) async -> Result<JobInfo, RPCError> {
+        if let failure = await untilSaved(id) { return .failure(failure) }
+        guard let job = store.jobs[id] else {
+            return .failure(
+                RPCError(
+                    code: RPCError.invalidTransitionCode, message: "job \(id) was removed before its add was answered"))
+        }
+        return .success(info(for: job))
     }
 
     /// What only the config can tell about a destination, checked at `add` rather than when the

@@ -6,28 +6,37 @@ extension Scheduler {
     /// A file to snapshot: its job's spec and ID, and the file as the add's check found it.
     typealias SnapshotRequest = (spec: JobSpec, original: SourceSnapshot, id: JobID)
 
+    /// A file's snapshot, and the copy still being made of it when it is copied alongside its upload.
+    typealias TakenSnapshot = (snapshot: SourceSnapshot, growing: GrowingCopy?)
+
     /// Each file's snapshot, in order, or why it has none. Small files copied together go into
     /// packs (`SnapshotPack.swift`), several at once when there are many; a pack holds
     /// no file that a preparation step will read (steps read their input from its first byte).
-    /// The rest are copied one by one, several at once; without a copy to make, the file as
-    /// checked is the snapshot. Copies made one by one still owe their fsync (`makeDurable`).
+    /// Big files are copied alongside their uploads (`Scheduler+CopyAlongside`), unless a
+    /// preparation step reads them. The rest are copied one by one, several at once; without a
+    /// copy to make, the file as checked is the snapshot. Copies made one by one still owe their
+    /// fsync (`makeDurable`).
     static func takeSnapshots(_ requests: [SnapshotRequest], cache: SnapshotCache) async
-        -> [Result<SourceSnapshot, any Error>]
+        -> [Result<TakenSnapshot, any Error>]
     {
-        var results = [Result<SourceSnapshot, any Error>?](repeating: nil, count: requests.count)
+        var results = [Result<TakenSnapshot, any Error>?](repeating: nil, count: requests.count)
         for (group, outcome) in await packSmallCopies(requests, cache: cache) {
             guard case .success(let packed?) = outcome else { continue }
-            for (index, result) in zip(group, packed) { results[index] = result.mapError { $0 } }
+            for (index, result) in zip(group, packed) {
+                results[index] = result.map { ($0, nil) }.mapError { $0 }
+            }
         }
         let single = requests.indices.filter { results[$0] == nil }
-        let copied = await concurrently(single) { index in
+        let copied = await concurrently(single) { index -> TakenSnapshot in
             let request = requests[index]
-            return request.spec.snapshot == .none
-                ? request.original
-                : try await Blocking.run {
-                    try cache.snapshot(
-                        source: request.spec.source, id: request.id, mode: request.spec.snapshot, syncNow: false)
-                }
+            guard request.spec.snapshot != .none else { return (request.original, nil) }
+            let alongside =
+                request.original.size >= SnapshotCache.alongsideThreshold && request.spec.preparation.isEmpty
+            return try await Blocking.run {
+                try cache.snapshot(
+                    source: request.spec.source, id: request.id, mode: request.spec.snapshot, syncNow: false,
+                    alongside: alongside)
+            }
         }
         for (index, result) in zip(single, copied) { results[index] = result }
         return results.map { $0! }

@@ -63,6 +63,9 @@ actor Scheduler {
     var preparing: [JobID: (run: UInt64, task: Task<Void, Never>)] = [:]
     var preparationRuns: UInt64 = 0
     var clientTokens: [String: JobID] = [:]
+    /// Jobs whose copies are made alongside their uploads and not saved yet
+    /// (`Scheduler+CopyAlongside`): none of their records reach the journal.
+    var unsaved: [JobID: UnsavedAdd] = [:]
     /// All uploads together, bytes per second (`uploadctl limit`); nil: none.
     var bandwidthLimit: Int64?
     var reservedNextID: UInt64
@@ -176,6 +179,7 @@ actor Scheduler {
     /// finds running was interrupted by a crash (see `Job.recoverAfterCrash`).
     func shutdown() async {
         stopping = true
+        dropUnsavedAdds()
         retryTimer?.cancel()
         ticker?.cancel()
         journalCatchUp?.cancel()
@@ -219,7 +223,9 @@ actor Scheduler {
     }
 
     private func appendWithoutWaiting(_ records: [JournalRecord]) {
-        dependencies.journal.append(asApplied(records))
+        let (kept, ended) = journalable(records)
+        if !kept.isEmpty { dependencies.journal.append(kept) }
+        savedByEnding(ended)
         compactIfWorthwhile()
     }
 
@@ -242,7 +248,10 @@ actor Scheduler {
     /// The first half of a durable append: the records take their place in the journal now, in
     /// this actor turn, ahead of any change made after it.
     func queueDurably(_ records: [JournalRecord]) -> Journal.DurableTicket {
-        dependencies.journal.queueDurably(asApplied(records))
+        let (kept, ended) = journalable(records)
+        let ticket = dependencies.journal.queueDurably(kept)
+        savedByEnding(ended)
+        return ticket
     }
 
     /// The second half: waits until the records are on disk, then announces the jobs.
@@ -282,24 +291,11 @@ actor Scheduler {
         compactIfWorthwhile()
     }
 
-    /// Job records as memory holds them once applied: with the revision their change gave them, so
-    /// that a replay reaches the same revision however often memory applied the job in between.
-    private func asApplied(_ records: [JournalRecord]) -> [JournalRecord] {
-        records.map { record in
-            guard case .job(let job) = record, let stored = store.jobs[job.id], stored.revision > job.revision else {
-                return record
-            }
-            var applied = job
-            applied.revision = stored.revision
-            return .job(applied)
-        }
-    }
-
     /// Rewrites the journal when it holds far more records than live jobs.
     private func compactIfWorthwhile() {
         let written = dependencies.journal.recordsSinceCompaction
         guard written > max(config.compactAfter, store.jobs.count * 4) else { return }
-        dependencies.journal.compact(store.compactedRecords())
+        dependencies.journal.compact(compactedRecords())
         HeapTrimmer.trimSoon()  // what the compaction freed
     }
 
@@ -322,7 +318,7 @@ actor Scheduler {
             journalCatchUp = nil
             return false
         }
-        dependencies.journal.compact(store.compactedRecords())
+        dependencies.journal.compact(compactedRecords())
         return true
     }
 

@@ -77,10 +77,22 @@ struct SnapshotCache: Sendable {
     func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true) throws(TransferFailure)
         -> SourceSnapshot
     {
+        try snapshot(source: source, id: id, mode: mode, syncNow: syncNow, alongside: false).snapshot
+    }
+
+    /// Files this big are copied alongside their upload (`GrowingCopy`) rather than before it.
+    static let alongsideThreshold: Int64 = 32 << 20
+
+    /// `alongside`: a copy (not a reflink) is only started, and goes on in the background: the
+    /// snapshot is returned at once with the `GrowingCopy` that makes it, and its `cachedCopy`
+    /// identity is known once the copy is saved.
+    func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true, alongside: Bool)
+        throws(TransferFailure) -> (snapshot: SourceSnapshot, growing: GrowingCopy?)
+    {
         let sourceFD = try SourceCheck.openRegularFile(source)
         defer { close(sourceFD) }
         let original = Self.original(source, fd: sourceFD)
-        if mode == .none { return original }
+        if mode == .none { return (original, nil) }
 
         let target = path(for: id)
         let targetFD: Int32
@@ -89,7 +101,7 @@ struct SnapshotCache: Sendable {
         } catch {
             if mode == .auto {
                 Log.warning("\(error); uploading job \(id) from the original file")
-                return original
+                return (original, nil)
             }
             throw .io(error.description)
         }
@@ -104,16 +116,38 @@ struct SnapshotCache: Sendable {
                 kind: .reflink, path: target, size: original.size, device: original.device, inode: original.inode,
                 modificationTimeNanoseconds: original.modificationTimeNanoseconds)
             snapshot.cachedCopy = Self.identity(of: targetFD)
-            return snapshot
+            return (snapshot, nil)
         }
         if let free = FileOps.availableBytes(at: directory), free < original.size + Self.copyReserve {
-            if mode == .auto { return original }
+            if mode == .auto { return (original, nil) }
             throw TransferFailure(
                 JobError(
                     code: "no_space",
                     message: "no room for a copy of \(source) (\(ByteSize.format(original.size))) in \(directory):"
                         + " \(ByteSize.format(free)) free; free some space or add it with --snapshot none"),
                 retryable: false)
+        }
+        var snapshot = SourceSnapshot(
+            kind: .copy, path: target, size: original.size, device: original.device, inode: original.inode,
+            modificationTimeNanoseconds: original.modificationTimeNanoseconds)
+        if alongside {
+            // Full size at once: the file is never shorter than the job, and only what the copier
+            // has written is ever read (`GrowingCopy.copiedBytes`).
+            let copySource = fcntl(sourceFD, F_DUPFD_CLOEXEC, 0)
+            let copyTarget = fcntl(targetFD, F_DUPFD_CLOEXEC, 0)
+            guard copySource >= 0, copyTarget >= 0, ftruncate(targetFD, off_t(original.size)) == 0 else {
+                let error = SystemError("size", path: target)
+                if copySource >= 0 { close(copySource) }
+                if copyTarget >= 0 { close(copyTarget) }
+                if error.isNoSpace && mode == .auto { return (original, nil) }
+                throw TransferFailure(
+                    JobError(code: "io", message: "snapshot of \(source): \(error)"), retryable: false)
+            }
+            done = true
+            let growing = GrowingCopy.start(
+                from: copySource, to: copyTarget, path: target, size: original.size, folder: directory,
+                displayPath: source)
+            return (snapshot, growing)
         }
         do {
             try Self.copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
@@ -122,17 +156,14 @@ struct SnapshotCache: Sendable {
             if !Self.sync(targetFD, now: syncNow) { throw SystemError("fsync", path: target) }
         } catch {
             let noSpace = (error as? SystemError)?.isNoSpace ?? false
-            if noSpace && mode == .auto { return original }
+            if noSpace && mode == .auto { return (original, nil) }
             throw TransferFailure(
                 JobError(code: noSpace ? "no_space" : "io", message: "snapshot of \(source): \(error)"),
                 retryable: false)
         }
         done = true
-        var snapshot = SourceSnapshot(
-            kind: .copy, path: target, size: original.size, device: original.device, inode: original.inode,
-            modificationTimeNanoseconds: original.modificationTimeNanoseconds)
         snapshot.cachedCopy = Self.identity(of: targetFD)
-        return snapshot
+        return (snapshot, nil)
     }
 
     /// fsync now, or start the writeback that a later fsync (`makeDurable`) waits for.

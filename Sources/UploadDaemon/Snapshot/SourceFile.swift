@@ -17,10 +17,14 @@ final class SourceFile: Sendable {
     let snapshot: SourceSnapshot
     /// The path the user named, for messages.
     let displayPath: String
+    /// The copy being made of the file while it uploads, if it is not finished: only its copied
+    /// bytes are read.
+    let growing: GrowingCopy?
 
-    init(snapshot: SourceSnapshot, displayPath: String) throws(TransferFailure) {
+    init(snapshot: SourceSnapshot, displayPath: String, growing: GrowingCopy? = nil) throws(TransferFailure) {
         self.snapshot = snapshot
         self.displayPath = displayPath
+        self.growing = growing
         // O_NONBLOCK: a FIFO put in the file's place must not hang the open (regular files ignore it).
         // A cached copy lives in our private folder: never through a symlink, and only our own file.
         let noFollow = snapshot.isCached ? O_NOFOLLOW : 0
@@ -101,10 +105,17 @@ final class SourceFile: Sendable {
     }
 
     /// Reads up to `count` bytes at `offset` (from the job's first byte) into `buffer`; returns the
-    /// bytes read, 0 at the job's end, or -1 with errno.
+    /// bytes read, 0 at the job's end, or -1 with errno (EAGAIN: not copied yet, see `isReady`).
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
-        let count = Int(max(min(Int64(count), size - offset), 0))
+        var count = Int(max(min(Int64(count), size - offset), 0))
         guard count > 0 else { return 0 }
+        if let growing, !growing.isCopied {
+            count = growing.readable(at: start + offset, count: count)
+            if count == 0 {
+                errno = EAGAIN
+                return -1
+            }
+        }
         while true {
             let result = pread(fd, buffer, count, off_t(start + offset))
             if result < 0 && errno == EINTR { continue }
@@ -114,6 +125,13 @@ final class SourceFile: Sendable {
 }
 
 extension SourceFile {
+    /// Whether the byte at `offset` can be read now: false only while the copy being made of the
+    /// file has not got there yet (`growing`).
+    func isReady(at offset: Int64) -> Bool {
+        guard let growing, offset < size else { return true }
+        return growing.readable(at: start + offset, count: 1) > 0
+    }
+
     /// Reads `length` bytes from `offset` in pieces and hands each to `body`: for checksums of a
     /// chunk before it is sent, without holding the chunk in memory.
     func forEachPiece(offset: Int64, length: Int64, _ body: (UnsafeRawBufferPointer) -> Void) throws(TransferFailure) {

@@ -1,0 +1,188 @@
+import Dispatch
+import Glibc
+import Synchronization
+import UploadCore
+import UploadWire
+
+/// A snapshot copy still being made: its job may upload the part already copied while the rest is
+/// copied (`Scheduler+CopyAlongside.swift`). Once every byte is copied, `save` puts the copy on
+/// disk, when the scheduler finds it is still needed.
+///
+/// The copy's file has its full size from the start (a sparse tail), so only `copiedBytes` says
+/// which bytes are the snapshot's: `SourceFile` never reads past them, and a request that would
+/// is paused until the copier gets there (`wake(whenPast:_:)`).
+final class GrowingCopy: Sendable {
+    enum Outcome: Sendable {
+        /// Every byte is copied (into the page cache: `save` puts it on disk).
+        case copied
+        case failed(TransferFailure)
+        /// Stopped by `cancel()`: the job ended first, or its add was undone.
+        case canceled
+    }
+
+    let path: String
+    let size: Int64
+    /// The folder the copy is in, synced by `save`; the file the user named, for messages.
+    private let folder: String
+    private let displayPath: String
+    /// The copy, open for `save` until the copy is dropped.
+    private let target: Mutex<Int32>
+    private let copied = Atomic<Int64>(0)
+    private let stopRequested = Atomic<Bool>(false)
+
+    private struct State {
+        var outcome: Outcome?
+        var outcomeWaiters: [CheckedContinuation<Outcome, Never>] = []
+        /// Called once when more bytes are copied or the copy ends (paused requests' wake-ups).
+        var wakers: [@Sendable () -> Void] = []
+    }
+    private let state = Mutex(State())
+
+    /// `start` makes one that copies into `target` (taken: closed with this object); tests make
+    /// one bare (`target` -1) and move it on themselves.
+    init(path: String, size: Int64, target: Int32 = -1, folder: String = "", displayPath: String = "") {
+        self.path = path
+        self.size = size
+        self.target = Mutex(target)
+        self.folder = folder
+        self.displayPath = displayPath
+    }
+
+    deinit {
+        target.withLock { if $0 >= 0 { close($0) } }
+    }
+
+    /// Puts the copied bytes, then the copy's name, on disk, and returns the copy's identity
+    /// (`SnapshotCache.identity`) as the journal keeps it. Blocking: call it off the cooperative pool.
+    func save() throws(TransferFailure) -> FileIdentity? {
+        let result: Result<FileIdentity?, SystemError> = target.withLock { fd in
+            // fsync, not fdatasync: the copy's mtime is part of its identity, as for any copy.
+            guard fd >= 0, fsync(fd) == 0 else { return .failure(SystemError("fsync", path: path)) }
+            return .success(SnapshotCache.identity(of: fd))
+        }
+        switch result {
+        case .failure(let error): throw Self.failure(error, displayPath)
+        case .success(let identity):
+            do {
+                try FileOps.syncDirectory(folder)
+            } catch {
+                throw Self.failure(error as? SystemError ?? SystemError("fsync", path: folder), displayPath)
+            }
+            return identity
+        }
+    }
+
+    /// Bytes from the file's start that are copied and may be read.
+    var copiedBytes: Int64 { copied.load(ordering: .acquiring) }
+
+    /// Whether every byte is copied (it may not be on disk yet).
+    var isCopied: Bool { copiedBytes >= size }
+
+    /// How many of `count` bytes from `offset` can be read now.
+    func readable(at offset: Int64, count: Int) -> Int {
+        Int(max(0, min(Int64(count), copiedBytes - offset)))
+    }
+
+    /// Calls `waker` once the copy gets past `offset` or ends: at once when it already has, else
+    /// from the copier's thread.
+    func wake(whenPast offset: Int64, _ waker: @escaping @Sendable () -> Void) {
+        let already = state.withLock { state in
+            if state.outcome != nil || copiedBytes > offset { return true }
+            state.wakers.append(waker)
+            return false
+        }
+        if already { waker() }
+    }
+
+    /// Waits until every byte is copied, or the copy failed or stopped.
+    func outcome() async -> Outcome {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Outcome? in
+                if let outcome = state.outcome { return outcome }
+                state.outcomeWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Stops the copier at its next step; what it wrote stays for the caller to delete.
+    func cancel() { stopRequested.store(true, ordering: .relaxed) }
+
+    /// The first `bytes` bytes are copied: they may be read, and paused readers wake.
+    func advance(to bytes: Int64) {
+        copied.store(bytes, ordering: .releasing)
+        let wakers = state.withLock { state in
+            defer { state.wakers.removeAll() }
+            return state.wakers
+        }
+        for waker in wakers { waker() }
+    }
+
+    func finish(_ outcome: Outcome) {
+        let (waiters, wakers) = state.withLock { state in
+            state.outcome = outcome
+            defer {
+                state.outcomeWaiters.removeAll()
+                state.wakers.removeAll()
+            }
+            return (state.outcomeWaiters, state.wakers)
+        }
+        for waker in wakers { waker() }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+extension GrowingCopy {
+    /// One copy at a time, in the order of the adds: a copy runs at the speed of the disk, and the
+    /// first file queued is the first to upload.
+    private static let copier = DispatchQueue(label: "uploadd.copy-alongside")
+    /// Runs `work` on the copier, ahead of the copies started after it (tests hold copies back).
+    static func onCopier(_ work: @escaping @Sendable () -> Void) { copier.async(execute: work) }
+
+    /// The steps in which bytes become readable.
+    static let step = 8 << 20
+
+    /// Starts copying `size` bytes of `source` into `target` (the copy at `path`, already `size`
+    /// bytes long, in the folder `folder`). Takes both descriptors: `source` is closed once the
+    /// copy is made, `target` with the returned object. `displayPath`: the file the user named.
+    static func start(
+        from source: Int32, to target: Int32, path: String, size: Int64, folder: String, displayPath: String
+    ) -> GrowingCopy {
+        let copy = GrowingCopy(path: path, size: size, target: target, folder: folder, displayPath: displayPath)
+        copier.async {
+            defer { close(source) }
+            copy.finish(copy.run(from: source, to: target))
+        }
+        return copy
+    }
+
+    private func run(from source: Int32, to target: Int32) -> Outcome {
+        var offset: Int64 = 0
+        while offset < size {
+            if stopRequested.load(ordering: .relaxed) { return .canceled }
+            let count = FileCopy.copyRange(
+                from: source, offset: &offset, to: target, length: Int(min(Int64(Self.step), size - offset)))
+            if count < 0 { return .failed(Self.failure(SystemError("copy into", path: path), displayPath)) }
+            if count == 0 {
+                return .failed(
+                    .source("\(displayPath) got shorter while uploadd copied it; add it again once it is written"))
+            }
+            advance(to: offset)
+        }
+        return stopRequested.load(ordering: .relaxed) ? .canceled : .copied
+    }
+
+    private static func failure(_ error: SystemError, _ displayPath: String) -> TransferFailure {
+        if error.isNoSpace {
+            return TransferFailure(
+                JobError(
+                    code: "no_space",
+                    message:
+                        "no room for a copy of \(displayPath): \(error); free some space or add it with --snapshot none"
+                ),
+                retryable: false)
+        }
+        return TransferFailure(JobError(code: "io", message: "snapshot of \(displayPath): \(error)"), retryable: false)
+    }
+}

@@ -85,6 +85,59 @@ final class PutUploadTests {
         #expect(left.isEmpty, "the pack is gone with the last upload: \(left)")
     }
 
+    /// A big file uploads while its copy is made; a crash before the copy is saved and the add
+    /// answered leaves no job and no copy, and the file can be added again.
+    @Test func aBigFileUploadsWhileItIsCopiedAndACrashBeforeItsAddIsAnsweredLeavesNothing() throws {
+        let path = files.appendingPathComponent("alongside.bin").path
+        let block = files.appendingPathComponent("alongside-block.bin").path
+        try makeRandomFile(at: block, size: 8 << 20)
+        let blockBytes = try Data(contentsOf: URL(fileURLWithPath: block))
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        for _ in 0..<48 { try handle.write(contentsOf: blockBytes) }  // 384 MiB: a copy that takes a while to save
+        try handle.close()
+        // 32 MiB/s: the upload has far to go when the copy is done, so the copy is saved, not skipped.
+        let daemon = try DaemonProcess(name: "put-alongside", config: "[daemon]\nrate_limit = 32M\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let folder = "alongside-\(UUID().uuidString.prefix(6))"
+        let output = files.appendingPathComponent("alongside-add.out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let add = ChildProcess()
+        add.executableURL = TestPaths.binaries.appendingPathComponent("uploadctl")
+        add.arguments = ["--socket", daemon.socket, "add", path, "--to", "\(servers.nginxURL)/dav/\(folder)/"]
+        add.standardOutput = try FileHandle(forWritingTo: output)
+        add.standardError = FileHandle.nullDevice
+        try add.run()
+        defer { if add.isRunning { add.terminate() } }
+
+        var answeredBeforeBytesWent = true
+        let sending = eventually(timeout: 30) {
+            guard let job = try? daemon.job(JobID(1)), job.bytesSent > 0 else { return false }
+            answeredBeforeBytesWent = !add.isRunning
+            return true
+        }
+        daemon.crash()
+        add.waitUntilExit()
+        #expect(sending, "the upload started: \(daemon.log(tail: 20))")
+        #expect(!answeredBeforeBytesWent, "bytes went out before the add was answered (the copy was still being made)")
+        let answered = add.terminationStatus == 0
+        #expect(!answered, "the crash came before the copy was saved, so before the answer")
+
+        try daemon.start()
+        let jobs = try daemon.ctlJSON(JobList.self, ["list"]).jobs
+        #expect(jobs.isEmpty == !answered, "only an answered add is kept: \(jobs.map(\.id))")
+        let cache = daemon.cacheDirectory + "/snapshots"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache).isEmpty, "no copy is left behind")
+
+        _ = try daemon.ctl(["limit", "off"])
+        let again = try daemon.add([path], to: "\(servers.nginxURL)/dav/\(folder)/")
+        #expect(try daemon.waitFor(again[0], timeout: 180).state == .completed)
+        #expect(try Command.sha256("\(servers.nginxRoot)/dav/\(folder)/alongside.bin") == Command.sha256(path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache).isEmpty)
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
     @Test func basicAuthWithTheRightPasswordUploads() throws {
         let path = files.appendingPathComponent("private.bin").path
         try makeRandomFile(at: path, size: 100_000)

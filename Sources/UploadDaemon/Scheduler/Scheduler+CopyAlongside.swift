@@ -63,6 +63,9 @@ extension Scheduler {
     private func saveWhenNeeded(_ id: JobID, copiedAt: ContinuousClock.Instant) async {
         guard let copy = unsaved[id]?.copy else { return }
         if let wait = deferral(of: id, copy: copy), ContinuousClock.now + wait < copiedAt + Self.longestDeferral {
+            if let job = store.jobs[id] {
+                Log.job(.debug, JobLogContext(job), "copy made; the upload ends first, in about \(wait)")
+            }
             try? await Task.sleep(for: wait)
             await saveWhenNeeded(id, copiedAt: copiedAt)
             return
@@ -78,6 +81,7 @@ extension Scheduler {
         switch saved {
         case .failure(let failure): copyFailed(job, failure)
         case .success(let identity):
+            Log.job(.debug, JobLogContext(job), "copy saved, \(ContinuousClock.now - copiedAt) after it was made")
             job.snapshot?.cachedCopy = identity
             let waiters = unsaved.removeValue(forKey: id)?.waiters ?? []
             store.apply(.job(job))

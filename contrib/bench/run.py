@@ -159,6 +159,9 @@ def main(argv=None) -> int:
             if sid not in args.selected:
                 continue
             log(f"scenario {sid}: {scenario.__doc__.splitlines()[0] if scenario.__doc__ else scenario.__name__}")
+            # What earlier work left to write back (a build, the scenario before) must not throttle
+            # this one's writers: the kernel slows every writer to the disk's pace while much is dirty.
+            os.sync()
             t0 = time.monotonic()
             try:
                 outcome = scenario(bench)

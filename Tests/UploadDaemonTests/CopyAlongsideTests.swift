@@ -55,18 +55,30 @@ struct CopyAlongsideTests {
         return ids
     }
 
+    /// A big PUT add under way: the fake holds its upload, which has started, and `gate` holds
+    /// its copy back; `added` is the add's answer to come.
+    static func heldAdd(sourceLocation: SourceLocation = #_sourceLocation) async throws -> (
+        fake: FakeTransfer, harness: SchedulerHarness, params: AddParams, gate: CopierGate,
+        added: Task<JobInfo, any Error>
+    ) {
+        let fake = FakeTransfer()
+        fake.script("big.bin", [.hold])
+        let harness = try await SchedulerHarness(fake: fake)
+        let params = try params(harness)
+        let gate = CopierGate()
+        let added = Task { try await harness.scheduler.add(params) }
+        #expect(
+            await harness.waitUntilUploading("big.bin", sourceLocation: sourceLocation),
+            "the upload starts while the copy waits", sourceLocation: sourceLocation)
+        return (fake, harness, params, gate, added)
+    }
+
     static func cacheFiles(_ harness: SchedulerHarness) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: harness.snapshots.directory)) ?? []
     }
 
     @Test func theUploadStartsBeforeTheCopyIsSavedAndTheAddIsAnsweredOnceItIs() async throws {
-        let fake = FakeTransfer()
-        fake.script("big.bin", [.hold])
-        let harness = try await SchedulerHarness(fake: fake)
-        let params = try Self.params(harness)
-        let gate = CopierGate()
-        let added = Task { try await harness.scheduler.add(params) }
-        #expect(await harness.waitUntilUploading("big.bin"), "the upload starts while the copy waits")
+        let (fake, harness, _, gate, added) = try await Self.heldAdd()
         let id = JobID(1)
         #expect(await harness.state(id) == .running)
         #expect(
@@ -91,14 +103,8 @@ struct CopyAlongsideTests {
     }
 
     @Test func aJobCanceledBeforeItsCopyIsSavedIsJournaledCanceledAndItsAddAnswered() async throws {
-        let fake = FakeTransfer()
-        fake.script("big.bin", [.hold])
-        let harness = try await SchedulerHarness(fake: fake)
-        let params = try Self.params(harness)
-        let gate = CopierGate()
+        let (_, harness, _, gate, added) = try await Self.heldAdd()
         defer { gate.open() }
-        let added = Task { try await harness.scheduler.add(params) }
-        #expect(await harness.waitUntilUploading("big.bin"))
         _ = try await harness.perform(.cancel, JobID(1))
         let info = try await added.value
         #expect(info.state == .canceled)
@@ -109,14 +115,8 @@ struct CopyAlongsideTests {
 
     /// Removed while it runs: canceled first (the server may hold a part), then forgotten.
     @Test func aJobRemovedBeforeItsCopyIsSavedFailsItsAddAndIsGone() async throws {
-        let fake = FakeTransfer()
-        fake.script("big.bin", [.hold])
-        let harness = try await SchedulerHarness(fake: fake)
-        let params = try Self.params(harness)
-        let gate = CopierGate()
+        let (fake, harness, _, gate, added) = try await Self.heldAdd()
         defer { gate.open() }
-        let added = Task { try await harness.scheduler.add(params) }
-        #expect(await harness.waitUntilUploading("big.bin"))
         _ = try await harness.perform(.remove, JobID(1))
         await #expect {
             _ = try await added.value
@@ -152,13 +152,7 @@ struct CopyAlongsideTests {
     }
 
     @Test func aSourceCutShortWhileItIsCopiedUndoesTheAdd() async throws {
-        let fake = FakeTransfer()
-        fake.script("big.bin", [.hold])
-        let harness = try await SchedulerHarness(fake: fake)
-        let params = try Self.params(harness)
-        let gate = CopierGate()
-        let added = Task { try await harness.scheduler.add(params) }
-        #expect(await harness.waitUntilUploading("big.bin"))
+        let (fake, harness, params, gate, added) = try await Self.heldAdd()
         #expect(truncate(params.source, 1 << 20) == 0)
         gate.open()
         await #expect {
@@ -175,14 +169,8 @@ struct CopyAlongsideTests {
     }
 
     @Test func aStopBeforeTheCopyIsSavedForgetsTheJobAndTellsTheClient() async throws {
-        let fake = FakeTransfer()
-        fake.script("big.bin", [.hold])
-        let harness = try await SchedulerHarness(fake: fake)
-        let params = try Self.params(harness)
-        let gate = CopierGate()
+        let (fake, harness, _, gate, added) = try await Self.heldAdd()
         defer { gate.open() }
-        let added = Task { try await harness.scheduler.add(params) }
-        #expect(await harness.waitUntilUploading("big.bin"))
         await harness.stop()
         await #expect {
             _ = try await added.value

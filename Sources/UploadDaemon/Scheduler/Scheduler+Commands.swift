@@ -102,18 +102,19 @@ extension Scheduler {
                 RPCError(
                     code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
         }
-        let cached = jobs.filter { $0.job.snapshot?.isCached == true && growingCopies[$0.job.id] == nil }
+        func syncedHere(_ job: Job) -> Bool { job.snapshot?.isCached == true && growingCopies[job.id] == nil }
+        let cached = jobs.filter { syncedHere($0.job) }
         let synced = await Self.concurrently(cached) { item in
             try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
         }
-        var unsaved = Set<Int>()
+        var notSynced = Set<Int>()
         for (item, outcome) in zip(cached, synced) {
             guard case .failure(let error) = outcome else { continue }
             refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error)
-            unsaved.insert(item.index)
+            notSynced.insert(item.index)
         }
-        jobs.removeAll { unsaved.contains($0.index) }
-        if !cached.isEmpty {
+        jobs.removeAll { notSynced.contains($0.index) }
+        if jobs.contains(where: { syncedHere($0.job) }) {
             do {
                 try await Blocking.run { try snapshots.syncFolder() }
             } catch {

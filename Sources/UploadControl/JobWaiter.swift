@@ -70,10 +70,10 @@ enum JobWaiter {
         case batch(JobID)
 
         /// The subscription that follows these jobs, answered with their current state.
-        func subscription(kinds: [ControlEvent]?) -> SubscribeParams {
+        func subscription(kinds: [ControlEvent]?, states: [JobState]?) -> SubscribeParams {
             switch self {
-            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, snapshot: true)
-            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, snapshot: true)
+            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, states: states, snapshot: true)
+            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, states: states, snapshot: true)
             }
         }
 
@@ -105,7 +105,16 @@ enum JobWaiter {
         onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
     ) throws -> JobTracker {
         let kinds: [ControlEvent]? = progress ? nil : [.state, .removed]
-        let current = try connection.call(.subscribe, params: selection.subscription(kinds: kinds), as: JobList.self)
+        let current: JobList
+        let states = progress ? nil : waitedStates
+        do {
+            current = try connection.call(
+                .subscribe, params: selection.subscription(kinds: kinds, states: states), as: JobList.self)
+        } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
+            // An older daemon: every state, as before.
+            current = try connection.call(
+                .subscribe, params: selection.subscription(kinds: kinds, states: nil), as: JobList.self)
+        }
         let ids = try selection.ids(in: current)
         var tracker = JobTracker(ids: ids)
         // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
@@ -130,8 +139,18 @@ enum JobWaiter {
             }
             onNotification(notification, tracker)
         }
+        if !tracker.isFinished && states != nil {
+            // Timed out: what the others are doing now (paused? waiting for the network?), which
+            // the narrowed subscription did not say.
+            let now = try connection.call(.list, params: ListParams(ids: tracker.unfinishedIDs), as: JobList.self)
+            now.jobs.forEach { tracker.update($0) }
+        }
         return tracker
     }
+
+    /// Without bars, a waiter hears only of ends, and of `queued` (a job retried after it ended
+    /// goes on): a small file's "running" costs the daemon and this client an event each.
+    static let waitedStates: [JobState] = JobState.allCases.filter(\.isTerminal) + [.queued]
 
     /// Prints what went wrong and picks the exit status: 0 when every job completed, else 1.
     /// With `--json`, prints `{"jobs": [...]}` with each job's latest state (and, for `add --wait`,

@@ -332,18 +332,26 @@ public struct SubscribeParams: Codable, Sendable, StrictParams {
     public var ids: [JobID]?
     public var batch: JobID?
     public var kinds: [ControlEvent]?
+    /// `job.state` only when a job enters one of these states (a waiter needs the ends, and
+    /// `queued` for a job retried after it ended); other kinds are not narrowed. Older daemons
+    /// refuse the key ("unknown key 'states'"): subscribe again without it.
+    public var states: [JobState]?
     /// Answer with the current state of the jobs the filters match, taken once the subscription
-    /// is in place: nothing that happens in between is missed.
+    /// is in place: nothing that happens in between is missed. `states` does not narrow it.
     public var snapshot: Bool?
 
-    public init(ids: [JobID]? = nil, batch: JobID? = nil, kinds: [ControlEvent]? = nil, snapshot: Bool? = nil) {
+    public init(
+        ids: [JobID]? = nil, batch: JobID? = nil, kinds: [ControlEvent]? = nil, states: [JobState]? = nil,
+        snapshot: Bool? = nil
+    ) {
         self.ids = ids
         self.batch = batch
         self.kinds = kinds
+        self.states = states
         self.snapshot = snapshot
     }
 
-    public static let knownKeys: Set<String> = ["ids", "batch", "kinds", "snapshot"]
+    public static let knownKeys: Set<String> = ["ids", "batch", "kinds", "states", "snapshot"]
 }
 
 /// `remote.test` params: the remote to check.

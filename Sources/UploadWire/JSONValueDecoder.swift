@@ -10,12 +10,23 @@ import Foundation
 /// Foundation has no decoder over an in-memory tree on Linux, so this one is written here.
 struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     let value: JSONValue
-    let codingPath: [any CodingKey]
+    /// The path to this value's container, and this value's key in it: the full path is only
+    /// built when asked for (an error, a nested container), not for each of a job's 30 fields.
+    private let parentPath: [any CodingKey]
+    private let key: (any CodingKey)?
+    var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     init(_ value: JSONValue, codingPath: [any CodingKey] = []) {
         self.value = value
-        self.codingPath = codingPath
+        parentPath = codingPath
+        key = nil
+    }
+
+    init(_ value: JSONValue, in parentPath: [any CodingKey], at key: any CodingKey) {
+        self.value = value
+        self.parentPath = parentPath
+        self.key = key
     }
 
     // MARK: Decoder
@@ -34,7 +45,10 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     // MARK: SingleValueDecodingContainer
 
-    func decodeNil() -> Bool { value == .null }
+    func decodeNil() -> Bool {
+        if case .null = value { return true }
+        return false
+    }
 
     func decode(_ type: Bool.Type) throws -> Bool {
         guard case .bool(let bool) = try nonNull(type) else { throw mismatch(type) }
@@ -79,7 +93,7 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     // MARK: Helpers
 
     private func nonNull(_ type: Any.Type) throws -> JSONValue {
-        guard value != .null else {
+        guard !decodeNil() else {
             throw DecodingError.valueNotFound(
                 type, .init(codingPath: codingPath, debugDescription: "Expected \(type) value but found null instead."))
         }
@@ -139,7 +153,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
                     codingPath: codingPath,
                     debugDescription: "No value associated with key \(key.stringValue) (\"\(key.stringValue)\")."))
         }
-        return JSONValueDecoder(value, codingPath: codingPath + [key])
+        return JSONValueDecoder(value, in: codingPath, at: key)
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { try child(key).decodeNil() }
@@ -200,7 +214,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
                     codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
             )
         }
-        let value = try body(JSONValueDecoder(array[currentIndex], codingPath: codingPath + [IndexKey(currentIndex)]))
+        let value = try body(JSONValueDecoder(array[currentIndex], in: codingPath, at: IndexKey(currentIndex)))
         currentIndex += 1
         return value
     }

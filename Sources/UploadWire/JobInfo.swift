@@ -273,6 +273,7 @@ public struct HelloInfo: Codable, Sendable {
         case eventFilters = "events.filters"
         case eventSnapshot = "events.snapshot"
         case eventOverflow = "events.overflow"
+        case eventStates = "events.states"
         case clientToken = "client_token"
     }
 

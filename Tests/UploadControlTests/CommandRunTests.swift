@@ -104,8 +104,49 @@ import UploadWire
                 == .object([
                     "ids": .array([.number(1), .number(2)]),
                     "kinds": .array([.string("job.state"), .string("job.removed")]),
+                    // Without bars: only ends, and queued (a job retried after its end).
+                    "states": .array(["completed", "failed", "canceled", "queued"].map { .string($0) }),
                     "snapshot": .bool(true),
                 ]))
+    }
+
+    @Test func waitSubscribesToEveryStateWhenAnOlderDaemonRefusesTheStatesFilter() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            guard request.params?.objectValue?["states"] == nil else {
+                return [Wire.error(id: request.id, RPCError.invalidParams("unknown key 'states'"))]
+            }
+            return [
+                Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 4, state: .running)])),
+                Wire.notification(.state, sampleJob(id: 4, state: .completed)),
+            ]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "4"], daemon: daemon, output: output) == .success)
+        #expect(output.standardError == "")
+        let requests = daemon.requestLines.flatMap(Wire.requests)
+        #expect(requests.map(\.method) == ["events.subscribe", "events.subscribe"])
+        #expect(requests.map { $0.params?.objectValue?["states"] != nil } == [true, false])
+    }
+
+    @Test func aWaitThatTimesOutAsksWhatTheUnfinishedJobsAreDoing() throws {
+        // The narrowed subscription never says "paused": the answer to job.list does.
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            switch request.method {
+            case "events.subscribe":
+                return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 6, state: .running)]))]
+            default:
+                #expect(request.params == .object(["ids": .array([.number(6)])]))
+                return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 6, state: .paused)]))]
+            }
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "6", "--timeout", "0.2"], daemon: daemon, output: output) == .failure)
+        #expect(daemon.requestLines.flatMap(Wire.requests).map(\.method) == ["events.subscribe", "job.list"])
+        #expect(output.standardError.contains("job 6 is paused and will not end by itself: uploadctl resume 6"))
     }
 
     @Test func waitIgnoresEventsOlderThanTheCurrentStateAndTimesOut() throws {

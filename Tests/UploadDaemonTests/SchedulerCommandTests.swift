@@ -187,6 +187,29 @@ struct SchedulerCommandTests {
         await harness.stop()
     }
 
+    @Test func aStatesFilterSendsOnlyTheStatesAsked() async throws {
+        let harness = try await SchedulerHarness()
+        let seen = Mutex<[String]>([])
+        harness.events.subscribe(
+            ObjectIdentifier(harness),
+            EventHub.Subscriber(ids: nil, batch: nil, kinds: nil, states: [.completed, .failed]) { line in
+                guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
+                    note.method == "job.state", case .string(let state)? = note.params.objectValue?["state"]
+                else { return }
+                seen.withLock { $0.append(state) }
+            })
+        let id = try await harness.add("s.bin")
+        #expect(await harness.wait(id, .completed))
+        #expect(await eventually { !seen.withLock { $0.isEmpty } })
+        #expect(seen.withLock { $0 } == ["completed"], "only the end")
+        // Other kinds are not narrowed by states.
+        let subscriber = EventHub.Subscriber(ids: nil, batch: nil, kinds: nil, states: [.completed]) { _ in }
+        #expect(subscriber.wants(.progress, id: JobID(1), batch: nil))
+        #expect(subscriber.wants(.removed, id: JobID(1), batch: nil))
+        #expect(!subscriber.wants(.state, id: JobID(1), batch: nil, state: .running))
+        await harness.stop()
+    }
+
     @Test func jobsComeBackAfterARestart() async throws {
         let fake = FakeTransfer()
         fake.script("paused", [.hold])

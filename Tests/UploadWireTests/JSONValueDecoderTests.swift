@@ -102,6 +102,33 @@ struct JSONValueDecoderTests {
         try agree(JobInfo.self, text.replacingOccurrences(of: "\"created_at\":\"", with: "\"created_at\":\"x"))
     }
 
+    /// The dates daemons write are read by hand (`JSONCoding.utcDate`); they must read as the
+    /// ISO 8601 format style reads them, and what is not such a date must go to the format style.
+    @Test func datesInTheFormDaemonsWriteReadAsTheFormatStyleReadsThem() throws {
+        let withMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let wholeSeconds = Date.ISO8601FormatStyle()
+        var random = SeededRandom(seed: 5)
+        for _ in 0..<2_000 {
+            // 1970 to 2200, in milliseconds, as the wire carries them.
+            let date = Date(timeIntervalSince1970: Double(random.next() % 7_258_118_400_000) / 1000)
+            var writer = JSONWriter()
+            writer.date(date)
+            let written = String(decoding: writer.bytes.dropFirst().dropLast(), as: UTF8.self)
+            let byHand = try #require(JSONCoding.utcDate(from: written), "\(written)")
+            #expect(abs(byHand.timeIntervalSince(try withMilliseconds.parse(written))) < 1e-6, "\(written)")
+            let whole = wholeSeconds.format(date)
+            #expect(JSONCoding.utcDate(from: whole) == (try wholeSeconds.parse(whole)), "\(whole)")
+        }
+        for notByHand in [
+            "2026-12-01T11:37:42+01:00", "2026-12-01T11:37:42.81Z", "2026-12-01 11:37:42Z", "2026-02-30T11:37:42Z",
+            "2026-13-01T11:37:42Z", "2026-12-01T24:00:00Z", "2026-12-01T11:37:4xZ", "",
+        ] {
+            #expect(JSONCoding.utcDate(from: notByHand) == nil, "\(notByHand)")
+        }
+        // An offset is still a date: the format style reads it.
+        #expect(JSONCoding.date(from: "2026-12-01T12:37:42+01:00") == JSONCoding.utcDate(from: "2026-12-01T11:37:42Z"))
+    }
+
     @Test func aJSONValueInsideDecodesAsItself() throws {
         let request = try value(#"{"jsonrpc":"2.0","id":3,"method":"job.add","params":{"a":[1,null,{"b":false}]}}"#)
         let decoded = try request.decode([String: JSONValue].self)

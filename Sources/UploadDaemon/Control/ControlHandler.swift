@@ -231,7 +231,7 @@ struct ControlHandler: Sendable {
                 client.key,
                 EventHub.Subscriber(
                     ids: subscribe.ids.map(Set.init), batch: subscribe.batch, kinds: subscribe.kinds.map(Set.init),
-                    deliver: client.deliver))
+                    states: subscribe.states.map(Set.init), deliver: client.deliver))
             guard subscribe.snapshot == true else { return Self.emptyObject }
             // After the subscription: a change in between is both in the snapshot or after it, and
             // in an event; revisions tell which is newer.

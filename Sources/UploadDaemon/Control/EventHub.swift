@@ -15,10 +15,13 @@ final class EventHub: Sendable {
         var batch: JobID?
         /// Nil: every kind of event.
         var kinds: Set<ControlEvent>?
+        /// `job.state` only for jobs that are now in one of these states; nil: any.
+        var states: Set<JobState>? = nil
         var deliver: @Sendable ([UInt8]) -> Void
 
-        func wants(_ event: ControlEvent, id: JobID, batch jobBatch: JobID?) -> Bool {
+        func wants(_ event: ControlEvent, id: JobID, batch jobBatch: JobID?, state: JobState? = nil) -> Bool {
             (ids?.contains(id) ?? true) && (batch == nil || batch == jobBatch) && (kinds?.contains(event) ?? true)
+                && (state.map { states?.contains($0) ?? true } ?? true)
         }
     }
 
@@ -36,8 +39,8 @@ final class EventHub: Sendable {
 
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
     /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
-    func publishState(id: JobID, batch: JobID?, _ info: () -> JobInfo) {
-        publish(ControlEvent.state, id: id, batch: batch) { info().jsonBytes }
+    func publishState(id: JobID, batch: JobID?, state: JobState, _ info: () -> JobInfo) {
+        publish(ControlEvent.state, id: id, batch: batch, state: state) { info().jsonBytes }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
@@ -54,8 +57,10 @@ final class EventHub: Sendable {
     }
 
     /// Encodes the params only when some subscriber wants the event (none, most of the time).
-    private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
-        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
+    private func publish(
+        _ event: ControlEvent, id: JobID, batch: JobID?, state: JobState? = nil, params: () -> [UInt8]?
+    ) {
+        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch, state: state) } }
         guard !targets.isEmpty, let encoded = params(),
             var line = try? RPCLine.notification(method: event.rawValue, encodedParams: encoded)
         else { return }

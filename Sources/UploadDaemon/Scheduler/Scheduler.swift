@@ -258,8 +258,8 @@ actor Scheduler {
     func finishDurably(_ ticket: Journal.DurableTicket, announcing jobs: [Job]) async throws {
         defer {
             for job in jobs {
-                if let current = store.jobs[job.id] {
-                    dependencies.events.publishState(id: current.id, batch: current.spec.batch) { info(for: current) }
+                if store.jobs[job.id] != nil {
+                    announce(job)
                 } else {
                     dependencies.events.publishRemoved(job.id, batch: job.spec.batch)
                 }
@@ -434,7 +434,9 @@ actor Scheduler {
     /// Tells subscribers of a job's change: the job as memory holds it (its revision included).
     func announce(_ job: Job) {
         let current = store.jobs[job.id] ?? job
-        dependencies.events.publishState(id: current.id, batch: current.spec.batch) { info(for: current) }
+        dependencies.events.publishState(id: current.id, batch: current.spec.batch, state: current.state) {
+            info(for: current)
+        }
     }
 
     /// Lets the held jobs that match go back to the ready queue; returns how many.

@@ -153,7 +153,11 @@ final class Daemon: Sendable {
                 umask: userUmask,
                 reportStatus: { notifier.status($0) },
                 reachability: { url, fresh in
-                    if fresh { reachability.networkChanged() }
+                    if fresh {
+                        reachability.networkChanged()
+                    } else if let known = reachability.known(url: url) {
+                        return known
+                    }
                     return (try? await Blocking.run { reachability.check(url: url) }) ?? .unknown
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),

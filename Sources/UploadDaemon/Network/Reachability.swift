@@ -21,20 +21,50 @@ final class Reachability: Sendable {
 
     private struct Cache {
         var answers: [String: Answer] = [:]
+        /// The same answers by the URL's text up to its path (`https://user@host:port`): `known`
+        /// finds them without parsing the URL.
+        var byOrigin: [Substring: Answer] = [:]
     }
 
     private let cache = Mutex(Cache())
 
     /// Forgets every answer: routes, addresses or links changed.
-    func networkChanged() { cache.withLock { $0.answers.removeAll() } }
+    func networkChanged() {
+        cache.withLock {
+            $0.answers.removeAll()
+            $0.byOrigin.removeAll()
+        }
+    }
+
+    /// The answer for an http(s) URL's host when it is known, without blocking: each small file
+    /// of a queue asks, and a hop to the blocking queue cost more than the answer.
+    func known(url: String) -> Answer? {
+        guard let origin = Self.origin(of: url) else { return nil }
+        return cache.withLock { $0.byOrigin[origin] }
+    }
 
     /// The answer for an http(s) URL's host. Blocking (a name look-up): call it off the cooperative pool.
     func check(url: String) -> Answer {
         guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return .unknown }
-        if let known = cache.withLock({ $0.answers[host] }) { return known }
+        let origin = Self.origin(of: url)
+        if let known = cache.withLock({ $0.answers[host] }) {
+            if let origin { cache.withLock { $0.byOrigin[origin] = known } }
+            return known
+        }
         let answer = Self.lookUp(host)
-        cache.withLock { $0.answers[host] = answer }
+        cache.withLock {
+            $0.answers[host] = answer
+            if let origin { $0.byOrigin[origin] = answer }
+        }
         return answer
+    }
+
+    /// `scheme://authority` of a URL, nil when it has no `://`.
+    static func origin(of url: String) -> Substring? {
+        guard let separator = url.range(of: "://") else { return nil }
+        let rest = url[separator.upperBound...]
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        return url[..<end]
     }
 
     private static func lookUp(_ host: String) -> Answer {

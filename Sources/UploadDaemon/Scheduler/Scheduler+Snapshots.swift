@@ -26,10 +26,13 @@ extension Scheduler {
                 results[index] = result.map { ($0, nil) }.mapError { $0 }
             }
         }
+        // Nothing to take for `none`: the original is the snapshot, without a task for each job.
+        for index in requests.indices where requests[index].spec.snapshot == .none {
+            results[index] = .success((requests[index].original, nil))
+        }
         let single = requests.indices.filter { results[$0] == nil }
         let copied = await concurrently(single) { index -> TakenSnapshot in
             let request = requests[index]
-            guard request.spec.snapshot != .none else { return (request.original, nil) }
             let alongside =
                 request.original.size >= SnapshotCache.alongsideThreshold && request.spec.preparation.isEmpty
             return try await Blocking.run {

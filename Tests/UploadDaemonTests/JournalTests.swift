@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import UploadWire
 
@@ -107,6 +108,36 @@ struct JournalTests {
         let contents = try JournalFormat.decode(try directory.read("journal"))
         #expect(contents.records == [.job(Self.job(1))])
         #expect(journal.fileBytes == Int64(try directory.read("journal").count))
+    }
+
+    /// A durable append that may wait (the end of one of many small uploads) is synced with the
+    /// next one that may not, or when its delay is up; never reported durable before its sync.
+    @Test func anAppendThatMayWaitSharesTheNextSyncOrIsSyncedWhenItsDelayIsUp() async throws {
+        let directory = try TemporaryDirectory()
+        // Plain appends' one-second sync out of the way: only the delays below decide.
+        let (journal, _) = try Journal.open(directory: directory.path, plainSyncDelay: .seconds(3600))
+        defer { journal.close() }
+        let syncsBefore = journal.syncCount
+        let patient = journal.queueDurably([.job(Self.job(1, .completed))], within: .seconds(30))
+        let resumed = Mutex(false)
+        let waiter = Task {
+            try await journal.waitUntilDurable(patient)
+            resumed.withLock { $0 = true }
+        }
+        // Written meanwhile, not synced: not durable yet.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!resumed.withLock { $0 }, "written, but not synced yet: not durable")
+        #expect(journal.syncCount == syncsBefore)
+        // One that may not wait: both are synced by its fdatasync.
+        try await journal.appendDurably([.job(Self.job(2))])
+        try await waiter.value
+        #expect(resumed.withLock { $0 })
+        #expect(journal.syncCount == syncsBefore + 1, "one fdatasync for both")
+        #expect(try JournalFormat.decode(try directory.read("journal")).records.count == 2)
+        // Alone, it is synced once its delay is up.
+        let started = ContinuousClock.now
+        try await journal.waitUntilDurable(journal.queueDurably([.job(Self.job(3))], within: .milliseconds(50)))
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test func tornTailIsCutAndKeptAside() throws {

@@ -10,7 +10,9 @@ import UploadWire
 ///
 /// Appends are queued in the caller's order and written by one writer thread. A durable append
 /// returns only after fdatasync covered it; every durable append waiting at the same moment shares
-/// one fdatasync (group commit). Plain appends (progress) are synced within a second.
+/// one fdatasync (group commit). A durable append may say how long its sync can wait (`within`):
+/// the ends of many small uploads running side by side then share one fdatasync, not one each.
+/// Plain appends (progress) are synced within a second.
 final class Journal: Sendable {
     /// What replay found.
     struct Replay {
@@ -44,8 +46,8 @@ final class Journal: Sendable {
     private struct State {
         var queue: [Pending] = []
         var nextSequence: UInt64 = 1
-        /// Durable appends not written yet: the writer syncs at once while there are any.
-        var durableQueued: Set<UInt64> = []
+        /// Durable appends not synced yet, each with the time its sync is due by.
+        var durableQueued: [UInt64: DispatchTime] = [:]
         /// Who waits for which durable append.
         var durableWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         /// Durable appends written (nil) or failed before anyone waited for them.
@@ -56,6 +58,7 @@ final class Journal: Sendable {
         /// Records failed to reach the file (a full disk): memory is ahead of it until a
         /// compaction writes the live state.
         var isBehind = false
+        var syncCount = 0
     }
 
     let path: String
@@ -66,8 +69,12 @@ final class Journal: Sendable {
     /// Owned by the writer thread once started.
     private let descriptor: Mutex<Int32>
 
-    private init(directory: String, fd: Int32, fileBytes: Int, records: Int) {
+    /// How long a plain append may wait for its sync (a second; tests make it longer).
+    private let plainSyncDelay: DispatchTimeInterval
+
+    private init(directory: String, fd: Int32, fileBytes: Int, records: Int, plainSyncDelay: Duration) {
         self.directory = directory
+        self.plainSyncDelay = .nanoseconds(Int(plainSyncDelay / .nanoseconds(1)))
         self.path = directory + "/journal"
         self.descriptor = Mutex(fd)
         self.state = Mutex(State(recordsSinceCompaction: records, fileBytes: Int64(fileBytes)))
@@ -75,7 +82,7 @@ final class Journal: Sendable {
 
     /// Opens (or creates) the journal in `directory` and replays it. Damage at the end is copied to
     /// `journal.damaged-TIMESTAMP`, cut off, and reported; a journal we cannot read at all throws.
-    static func open(directory: String) throws -> (Journal, Replay) {
+    static func open(directory: String, plainSyncDelay: Duration = .seconds(1)) throws -> (Journal, Replay) {
         let path = directory + "/journal"
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
@@ -157,7 +164,9 @@ final class Journal: Sendable {
                 Log.notice(
                     "journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
             }
-            let journal = Journal(directory: directory, fd: fd, fileBytes: validLength, records: contents.recordCount)
+            let journal = Journal(
+                directory: directory, fd: fd, fileBytes: validLength, records: contents.recordCount,
+                plainSyncDelay: plainSyncDelay)
             journal.startWriter()
             return (
                 journal,
@@ -212,15 +221,17 @@ final class Journal: Sendable {
     /// A durable append, step one: queues the records now, on the caller's thread, so that the
     /// records an actor queues keep the order of its changes. (An async method of this class runs
     /// on the global executor: the actor could queue a later change first, and a cleared job could
-    /// come back after a restart.) Step two is `waitUntilDurable`.
-    func queueDurably(_ records: [JournalRecord]) -> DurableTicket {
+    /// come back after a restart.) Step two is `waitUntilDurable`. The sync may wait up to
+    /// `delay` for other appends to share it; it never waits for longer than the earliest due.
+    func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> DurableTicket {
         let bytes = JournalFormat.encode(records)
+        let due = DispatchTime.now() + .nanoseconds(Int(delay / .nanoseconds(1)))
         let sequence = state.withLock { state in
             let sequence = state.nextSequence
             state.nextSequence += 1
             state.queue.append(.records(bytes, sequence: sequence))
             state.recordsSinceCompaction += records.count
-            state.durableQueued.insert(sequence)
+            state.durableQueued[sequence] = due
             return sequence
         }
         wake.signal()
@@ -261,6 +272,8 @@ final class Journal: Sendable {
     var fileBytes: Int64 { state.withLock { $0.fileBytes } }
     /// Whether records failed to reach the file since the last successful compaction.
     var isBehind: Bool { state.withLock { $0.isBehind } }
+    /// fdatasyncs made so far (tests: how appends shared them).
+    var syncCount: Int { state.withLock { $0.syncCount } }
 
     /// Writes and syncs everything queued, then stops the writer. Blocks until done.
     func close() {
@@ -283,24 +296,28 @@ final class Journal: Sendable {
 
     private func writerLoop() {
         var unsyncedSince: DispatchTime?
+        /// The last append written; durable ones up to it are resumed once a sync covers them.
+        var lastWritten: UInt64 = 0
+        var syncDue: DispatchTime?
         while true {
-            if let since = unsyncedSince {
-                _ = wake.wait(timeout: since + .seconds(1))
+            if let wakeUp = [unsyncedSince.map { $0 + plainSyncDelay }, syncDue].compactMap({ $0 }).min() {
+                _ = wake.wait(timeout: wakeUp)
             } else {
                 wake.wait()
             }
-            let (batch, hasWaiters, closing) = state.withLock { state in
+            let (batch, closing) = state.withLock { state in
                 let batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
-                return (batch, !state.durableQueued.isEmpty, state.closing)
+                // Every durable append queued is in this batch: the earliest of them says when to sync.
+                syncDue = state.durableQueued.values.min()
+                return (batch, state.closing)
             }
             // Each item's own failure: a compaction or a record that did not fit fails only the
             // appends it concerns, not the others written in the same batch.
             var failures: [UInt64: any Error] = [:]
             var syncFailure: (any Error)?
-            var lastSequence: UInt64 = 0
             for item in batch {
-                lastSequence = item.sequence
+                lastWritten = item.sequence
                 do {
                     switch item {
                     case .records(let bytes, _): try write(bytes)
@@ -314,10 +331,13 @@ final class Journal: Sendable {
                     Log.error("journal: \(error)")
                 }
             }
-            let due = unsyncedSince.map { DispatchTime.now() >= $0 + .seconds(1) } ?? false
-            if unsyncedSince != nil && (hasWaiters || closing || due || !failures.isEmpty) {
+            let now = DispatchTime.now()
+            let due = unsyncedSince.map { now >= $0 + plainSyncDelay } ?? false
+            let durableDue = syncDue.map { now >= $0 } ?? false
+            if unsyncedSince != nil && (durableDue || closing || due || !failures.isEmpty) {
                 do {
                     try descriptor.withLock { fd in _ = try syscall("fdatasync", path: path) { fdatasync(fd) } }
+                    state.withLock { $0.syncCount += 1 }
                 } catch {
                     syncFailure = error
                     state.withLock { $0.isBehind = true }
@@ -325,7 +345,11 @@ final class Journal: Sendable {
                 }
                 unsyncedSince = nil
             }
-            if lastSequence > 0 { resumeWaiters(upTo: lastSequence, failures: failures, syncFailure: syncFailure) }
+            // Written and synced, or failed: the durable appends up to here have their outcome.
+            if unsyncedSince == nil && lastWritten > 0 {
+                resumeWaiters(upTo: lastWritten, failures: failures, syncFailure: syncFailure)
+                syncDue = nil
+            }
             if closing && state.withLock({ $0.queue.isEmpty }) {
                 finished.signal()
                 return
@@ -336,8 +360,8 @@ final class Journal: Sendable {
     private func resumeWaiters(upTo sequence: UInt64, failures: [UInt64: any Error], syncFailure: (any Error)?) {
         let ready = state.withLock { state in
             var ready: [(CheckedContinuation<Void, any Error>, (any Error)?)] = []
-            for written in state.durableQueued where written <= sequence {
-                state.durableQueued.remove(written)
+            for written in state.durableQueued.keys where written <= sequence {
+                state.durableQueued[written] = nil
                 let failure = failures[written] ?? syncFailure
                 if let waiter = state.durableWaiters.removeValue(forKey: written) {
                     ready.append((waiter, failure))

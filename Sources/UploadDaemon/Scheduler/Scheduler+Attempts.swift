@@ -152,6 +152,9 @@ extension Scheduler {
         Log.job(.notice, JobLogContext(job), message)
     }
 
+    /// How long the end of an upload may wait for others' to share one fdatasync.
+    static let sharedSyncDelay: Duration = .milliseconds(2)
+
     /// An attempt ended: feed its outcome to the job's state machine and find more work.
     func attemptEnded(_ id: JobID, outcome: AttemptOutcome?) async {
         guard let attempt = running.removeValue(forKey: id) else { return }
@@ -191,7 +194,9 @@ extension Scheduler {
         // this one again: it is done).
         markEnding(&job)
         store.apply(.job(job))
-        let ticket = queueDurably([.job(job)])
+        // With other uploads running, more ends are coming: this one's sync waits a moment to share
+        // theirs (small files end hundreds of times a second). Its slot is free already.
+        let ticket = queueDurably([.job(job)], within: running.isEmpty ? .zero : Self.sharedSyncDelay)
         fillSlots()
         do {
             // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.

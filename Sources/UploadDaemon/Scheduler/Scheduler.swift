@@ -246,10 +246,10 @@ actor Scheduler {
     }
 
     /// The first half of a durable append: the records take their place in the journal now, in
-    /// this actor turn, ahead of any change made after it.
-    func queueDurably(_ records: [JournalRecord]) -> Journal.DurableTicket {
+    /// this actor turn, ahead of any change made after it. Its sync may wait `delay` to be shared.
+    func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> Journal.DurableTicket {
         let (kept, ended) = journalable(records)
-        let ticket = dependencies.journal.queueDurably(kept)
+        let ticket = dependencies.journal.queueDurably(kept, within: delay)
         savedByEnding(ended)
         return ticket
     }

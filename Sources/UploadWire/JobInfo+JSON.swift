@@ -239,7 +239,17 @@ struct JSONWriter {
 
     mutating func bool(_ value: Bool) { bytes.append(contentsOf: value ? "true".utf8 : "false".utf8) }
 
-    mutating func integer<T: BinaryInteger>(_ value: T) { bytes.append(contentsOf: String(value).utf8) }
+    /// Digits written in place, least significant first, then turned around: no String made.
+    mutating func integer<T: BinaryInteger>(_ value: T) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(48 + Int(rest % 10)))
+            rest /= 10
+        } while rest > 0
+        bytes[start...].reverse()
+    }
 
     /// As JSONEncoder writes a Double: its shortest form, without a trailing `.0`.
     mutating func double(_ value: Double) {
@@ -250,6 +260,12 @@ struct JSONWriter {
 
     mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings (paths, URLs, states) need no escape: one copy.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
@@ -287,13 +303,12 @@ struct JSONWriter {
         var clock = time_t(seconds)
         gmtime_r(&clock, &parts)
         func digits(_ value: Int, _ count: Int) {
-            var value = value
-            var text = [UInt8](repeating: 48, count: count)
-            for index in stride(from: count - 1, through: 0, by: -1) {
-                text[index] = UInt8(48 + value % 10)
-                value /= 10
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(48 + value / divisor % 10))
+                divisor /= 10
             }
-            bytes.append(contentsOf: text)
         }
         bytes.append(UInt8(ascii: "\""))
         digits(Int(parts.tm_year) + 1900, 4)

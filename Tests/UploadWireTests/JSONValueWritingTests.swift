@@ -42,4 +42,17 @@ struct JSONValueWritingTests {
         #expect(throws: EncodingError.self) { try JSONValue.number(.nan).jsonBytes() }
         #expect(throws: EncodingError.self) { try JSONValue.array([.number(.infinity)]).jsonBytes() }
     }
+
+    @Test func integersAndStringsAreWrittenAsSwiftPrintsAndJSONEncoderEscapesThem() throws {
+        for value: Int64 in [0, 7, -1, 9, 10, 99, 100, -1000, 1_234_567_890, .max, .min] {
+            var writer = JSONWriter()
+            writer.integer(value)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(value))
+        }
+        for text in ["", "plain/path.bin", "a\"b", "back\\slash", "tab\tnew\nline\u{1}", "ünïcødé ✓"] {
+            var writer = JSONWriter()
+            writer.string(text)
+            #expect(writer.bytes == Array(try JSONCoding.encoder.encode(text)), "\(text)")
+        }
+    }
 }

@@ -22,6 +22,7 @@ struct OriginTests {
         ("http://h/a", "https://h/a", false),
         ("https://h/a", "https://other/a", false),
         ("http://127.0.0.1:5000/x", "http://localhost:5000/x", false),
+        ("http://h:8080/dir/a%20b.bin", "http://h:8080/dir/a%20b.bin", true),
     ])
     func sameOriginIsSchemeHostAndPort(destination: String, other: String, same: Bool) {
         #expect(target(destination).isSameOrigin(other) == same)

@@ -61,12 +61,13 @@ final class GrowingCopy: Sendable {
             return .success(SnapshotCache.identity(of: fd))
         }
         switch result {
-        case .failure(let error): throw Self.failure(error, displayPath)
+        case .failure(let error): throw SnapshotCache.copyFailure(error, copying: displayPath)
         case .success(let identity):
             do {
                 try FileOps.syncDirectory(folder)
             } catch {
-                throw Self.failure(error as? SystemError ?? SystemError("fsync", path: folder), displayPath)
+                throw SnapshotCache.copyFailure(
+                    error as? SystemError ?? SystemError("fsync", path: folder), copying: displayPath)
             }
             return identity
         }
@@ -163,7 +164,9 @@ extension GrowingCopy {
             if stopRequested.load(ordering: .relaxed) { return .canceled }
             let count = FileCopy.copyRange(
                 from: source, offset: &offset, to: target, length: Int(min(Int64(Self.step), size - offset)))
-            if count < 0 { return .failed(Self.failure(SystemError("copy into", path: path), displayPath)) }
+            if count < 0 {
+                return .failed(SnapshotCache.copyFailure(SystemError("copy into", path: path), copying: displayPath))
+            }
             if count == 0 {
                 return .failed(
                     .source("\(displayPath) got shorter while uploadd copied it; add it again once it is written"))
@@ -173,16 +176,4 @@ extension GrowingCopy {
         return stopRequested.load(ordering: .relaxed) ? .canceled : .copied
     }
 
-    private static func failure(_ error: SystemError, _ displayPath: String) -> TransferFailure {
-        if error.isNoSpace {
-            return TransferFailure(
-                JobError(
-                    code: "no_space",
-                    message:
-                        "no room for a copy of \(displayPath): \(error); free some space or add it with --snapshot none"
-                ),
-                retryable: false)
-        }
-        return TransferFailure(JobError(code: "io", message: "snapshot of \(displayPath): \(error)"), retryable: false)
-    }
 }

@@ -155,15 +155,25 @@ struct SnapshotCache: Sendable {
             // must survive a power cut as its bytes do.
             if !Self.sync(targetFD, now: syncNow) { throw SystemError("fsync", path: target) }
         } catch {
-            let noSpace = (error as? SystemError)?.isNoSpace ?? false
-            if noSpace && mode == .auto { return (original, nil) }
-            throw TransferFailure(
-                JobError(code: noSpace ? "no_space" : "io", message: "snapshot of \(source): \(error)"),
-                retryable: false)
+            if (error as? SystemError)?.isNoSpace == true && mode == .auto { return (original, nil) }
+            throw Self.copyFailure(error, copying: source)
         }
         done = true
         snapshot.cachedCopy = Self.identity(of: targetFD)
         return (snapshot, nil)
+    }
+
+    /// Why a copy could not be made, and what to do about it: one wording for copies made before
+    /// the add is answered and for those made alongside the upload.
+    static func copyFailure(_ error: any Error, copying source: String) -> TransferFailure {
+        guard (error as? SystemError)?.isNoSpace == true else {
+            return TransferFailure(JobError(code: "io", message: "snapshot of \(source): \(error)"), retryable: false)
+        }
+        return TransferFailure(
+            JobError(
+                code: "no_space",
+                message: "no room for a copy of \(source): \(error); free some space or add it with --snapshot none"),
+            retryable: false)
     }
 
     /// fsync now, or start the writeback that a later fsync (`makeDurable`) waits for.

@@ -198,7 +198,7 @@ class SocketLocationTests(unittest.TestCase):
 
 
 class FakeDaemon:
-    """A Unix socket that answers the first request line with scripted lines."""
+    """A Unix socket that answers the first request line of each connection with scripted lines."""
 
     def __init__(self, lines_for_request):
         self.folder = tempfile.mkdtemp(prefix="uploadd-fake-")
@@ -212,7 +212,14 @@ class FakeDaemon:
         self.thread.start()
 
     def _serve(self) -> None:
-        connection, _ = self.server.accept()
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return  # closed
+            self._answer(connection)
+
+    def _answer(self, connection) -> None:
         with connection:
             data = b""
             while b"\n" not in data:
@@ -268,6 +275,22 @@ class EventStreamLogicTests(unittest.TestCase):
         self.assertEqual(seen, [
             ("job.state", 1, 2, True), ("job.state", 2, 5, True), ("job.state", 1, 3, False),
             ("job.progress", 1, 3, False), ("job.state", 2, 6, False), ("job.removed", 1, None, False)])
+
+    def test_wait_narrows_to_ends_and_falls_back_when_a_daemon_refuses_states(self) -> None:
+        def script(request):
+            if "states" in request["params"]:  # as a daemon from before events.states answers
+                return [{"jsonrpc": "2.0", "id": request["id"],
+                         "error": {"code": -32602, "message": "invalid params: unknown key 'states'"}}]
+            return [{"jsonrpc": "2.0", "id": request["id"],
+                     "result": {"jobs": [{"id": 4, "state": "completed", "revision": 3}]}}]
+
+        fake = FakeDaemon(script)
+        self.addCleanup(fake.close)
+        final = ud.Client(fake.path, connect=False).wait(4, timeout=10)
+        self.assertEqual([j["state"] for j in final], ["completed"])
+        self.assertEqual([r["method"] for r in fake.requests], ["events.subscribe", "events.subscribe"])
+        self.assertEqual(fake.requests[0]["params"]["states"], ["canceled", "completed", "failed", "queued"])
+        self.assertNotIn("states", fake.requests[1]["params"])
 
     def test_error_answer_raises_with_code(self) -> None:
         fake = FakeDaemon(lambda request: [{"jsonrpc": "2.0", "id": request["id"],
@@ -412,6 +435,16 @@ class ClientTests(DaemonTestCase):
             self.assertIsNone(by_id.next(timeout=0.5))
         with self.assertRaises(ValueError):
             self.client.events(kinds=["job.nonsense"])
+
+    def test_a_states_filter_sends_only_those_states(self) -> None:
+        with self.client.events(kinds=["job.state"], states=["completed", "failed"]) as ends:
+            job = self.client.add(self.files(1)[0], self.destination())
+            self.assertEqual(self.client.wait(job["id"], timeout=60)[0]["state"], "completed")
+            seen = [(e.id, e.params["state"]) for e in _drain(ends, 1)]
+            self.assertEqual(seen, [(job["id"], "completed")])
+            self.assertIsNone(ends.next(timeout=0.5), "no queued or running before it, nothing after")
+        with self.assertRaises(ValueError):
+            self.client.events(states=["done"])
 
     def test_wait(self) -> None:
         good = self.client.add(self.files(1)[0], self.destination())

@@ -468,7 +468,8 @@ class EventStream:
     """
 
     def __init__(self, path: str, ids: Sequence[int] | None = None, batch: int | None = None,
-                 kinds: Sequence[str] | None = None, snapshot: bool = False, timeout: float | None = None):
+                 kinds: Sequence[str] | None = None, snapshot: bool = False, timeout: float | None = None,
+                 states: Sequence[str] | None = None):
         params: dict[str, Any] = {}
         if ids is not None:
             params["ids"] = [int(i) for i in ids]
@@ -480,6 +481,12 @@ class EventStream:
             if unknown:
                 raise ValueError(f"unknown event kinds {unknown}; they are {', '.join(EVENT_KINDS)}")
             params["kinds"] = kinds
+        if states is not None:
+            states = list(states)
+            unknown = [s for s in states if s not in JOB_STATES]
+            if unknown:
+                raise ValueError(f"unknown job states {unknown}; they are {', '.join(JOB_STATES)}")
+            params["states"] = states
         if snapshot:
             params["snapshot"] = True
         self.params = params
@@ -811,7 +818,7 @@ class Client:
         """``daemon.hello``: who is serving. ``{name: "uploadd", version, protocol_version (int;
         changes within a major version are additive only), methods: [names], protocols: [names],
         capabilities: [strings] (optional features this daemon has, such as "revisions", "metadata",
-        "client_token", "events.filters", "events.snapshot", "events.overflow"),
+        "client_token", "events.filters", "events.snapshot", "events.overflow", "events.states"),
         preparation_steps: [names] (such as "image"), pid}``."""
         return self.call("daemon.hello")
 
@@ -1077,12 +1084,15 @@ class Client:
     # -- events -------------------------------------------------------------------------------
 
     def events(self, ids: Iterable[int] | None = None, batch: int | None = None,
-               kinds: Iterable[str] | None = None, snapshot: bool = False) -> EventStream:
+               kinds: Iterable[str] | None = None, snapshot: bool = False,
+               states: Iterable[str] | None = None) -> EventStream:
         """Subscribes to job events on a connection of its own; returns an ``EventStream``
         (an iterator of ``Event``; close it, or use ``with``, to stop).
 
         Filters (all optional; none: every job, every kind): ``ids`` (job IDs), ``batch`` (a batch
-        ID), ``kinds`` (a subset of ``"job.state"``, ``"job.progress"``, ``"job.removed"``).
+        ID), ``kinds`` (a subset of ``"job.state"``, ``"job.progress"``, ``"job.removed"``),
+        ``states`` (``job.state`` only when a job enters one of these states; capability
+        ``events.states``, an older daemon raises ``UploaddError`` with ``CODE_INVALID_PARAMS``).
 
         ``snapshot=True`` also fetches the current matching jobs, taken after the subscription
         started so that nothing in between is missed: they are in ``stream.snapshot`` and are
@@ -1095,7 +1105,8 @@ class Client:
         ``SubscriptionOverflow``: subscribe again with ``snapshot=True``.
         """
         return EventStream(self.path, ids=None if ids is None else _id_list(ids), batch=batch,
-                           kinds=kinds, snapshot=snapshot, timeout=self.timeout)
+                           kinds=kinds, snapshot=snapshot, timeout=self.timeout,
+                           states=None if states is None else list(states))
 
     def wait(self, ids: int | Iterable[int] | None = None, *, batch: int | None = None,
              timeout: float | None = None, missing_ok: bool = False) -> list[dict]:
@@ -1120,9 +1131,22 @@ class Client:
             except SubscriptionOverflow:
                 continue
 
+    def _waiting_stream(self, wanted: list[int] | None, batch: int | None) -> EventStream:
+        """A subscription that hears of ends, and of ``queued`` (a job retried after it ended goes
+        on): each job's "running" costs the daemon and this client an event otherwise. An older
+        daemon refuses ``states``: then every state."""
+        kinds = ["job.state", "job.removed"]
+        try:
+            return self.events(ids=wanted, batch=batch, kinds=kinds, snapshot=True,
+                               states=sorted(TERMINAL_STATES) + ["queued"])
+        except UploaddError as error:
+            if error.code != CODE_INVALID_PARAMS or "'states'" not in error.message:
+                raise
+            return self.events(ids=wanted, batch=batch, kinds=kinds, snapshot=True)
+
     def _wait_once(self, wanted: list[int] | None, batch: int | None, deadline: float | None,
                    timeout: float | None, missing_ok: bool) -> list[dict]:
-        with self.events(ids=wanted, batch=batch, kinds=["job.state", "job.removed"], snapshot=True) as stream:
+        with self._waiting_stream(wanted, batch) as stream:
             latest: dict[int, dict] = {}
             removed: set[int] = set()
             snapshot_ids = {int(job["id"]) for job in stream.snapshot or []}

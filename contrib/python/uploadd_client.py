@@ -476,17 +476,9 @@ class EventStream:
         if batch is not None:
             params["batch"] = int(batch)
         if kinds is not None:
-            kinds = list(kinds)
-            unknown = [k for k in kinds if k not in EVENT_KINDS]
-            if unknown:
-                raise ValueError(f"unknown event kinds {unknown}; they are {', '.join(EVENT_KINDS)}")
-            params["kinds"] = kinds
+            params["kinds"] = _known_names(kinds, EVENT_KINDS, "event kinds")
         if states is not None:
-            states = list(states)
-            unknown = [s for s in states if s not in JOB_STATES]
-            if unknown:
-                raise ValueError(f"unknown job states {unknown}; they are {', '.join(JOB_STATES)}")
-            params["states"] = states
+            params["states"] = _known_names(states, JOB_STATES, "job states")
         if snapshot:
             params["snapshot"] = True
         self.params = params
@@ -632,6 +624,15 @@ def _current_umask() -> int:
     value = _os.umask(0o022)
     _os.umask(value)
     return value
+
+
+def _known_names(names: Iterable[str], known: Sequence[str], what: str) -> list[str]:
+    """``names`` as a list, each one of ``known``; else ValueError naming ``what`` and the known."""
+    names = list(names)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}; they are {', '.join(known)}")
+    return names
 
 
 def _id_list(ids: int | Iterable[int]) -> list[int]:

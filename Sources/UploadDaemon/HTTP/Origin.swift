@@ -36,7 +36,7 @@ extension ResolvedTarget {
         // The destination itself (every request of a PUT): no need to parse both (URLComponents
         // with its IDNA host check was 2% of the daemon's CPU per small file).
         if url == self.url { return true }
-        guard let destination = Origin(self.url), let other = Origin(url) else { return url == self.url }
+        guard let destination = Origin(self.url), let other = Origin(url) else { return false }
         return destination == other
     }
 

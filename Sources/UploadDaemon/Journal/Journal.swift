@@ -74,7 +74,7 @@ final class Journal: Sendable {
 
     private init(directory: String, fd: Int32, fileBytes: Int, records: Int, plainSyncDelay: Duration) {
         self.directory = directory
-        self.plainSyncDelay = .nanoseconds(Int(plainSyncDelay / .nanoseconds(1)))
+        self.plainSyncDelay = Self.interval(plainSyncDelay)
         self.path = directory + "/journal"
         self.descriptor = Mutex(fd)
         self.state = Mutex(State(recordsSinceCompaction: records, fileBytes: Int64(fileBytes)))
@@ -225,7 +225,7 @@ final class Journal: Sendable {
     /// `delay` for other appends to share it; it never waits for longer than the earliest due.
     func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> DurableTicket {
         let bytes = JournalFormat.encode(records)
-        let due = DispatchTime.now() + .nanoseconds(Int(delay / .nanoseconds(1)))
+        let due = DispatchTime.now() + Self.interval(delay)
         let sequence = state.withLock { state in
             let sequence = state.nextSequence
             state.nextSequence += 1
@@ -236,6 +236,11 @@ final class Journal: Sendable {
         }
         wake.signal()
         return DurableTicket(sequence: sequence)
+    }
+
+    /// A Duration as Dispatch counts time, for the writer's timed waits.
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        .nanoseconds(Int(duration / .nanoseconds(1)))
     }
 
     /// Returns once the records of `ticket` are on disk; throws what kept them off it.

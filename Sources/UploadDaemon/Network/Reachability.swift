@@ -47,10 +47,12 @@ final class Reachability: Sendable {
     func check(url: String) -> Answer {
         guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return .unknown }
         let origin = Self.origin(of: url)
-        if let known = cache.withLock({ $0.answers[host] }) {
-            if let origin { cache.withLock { $0.byOrigin[origin] = known } }
+        let known = cache.withLock { cache in
+            let known = cache.answers[host]
+            if let origin, let known { cache.byOrigin[origin] = known }
             return known
         }
+        if let known { return known }
         let answer = Self.lookUp(host)
         cache.withLock {
             $0.answers[host] = answer

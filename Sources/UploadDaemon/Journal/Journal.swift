@@ -41,6 +41,28 @@ final class Journal: Sendable {
             case .records(_, let sequence), .compaction(_, let sequence): return sequence
             }
         }
+
+        var isRecords: Bool {
+            if case .records = self { return true }
+            return false
+        }
+    }
+
+    /// The batch with each run of record appends joined into one, for one write: it carries
+    /// the sequence of its last.
+    private static func joiningRecords(_ batch: [Pending]) -> [Pending] {
+        var joined: [Pending] = []
+        joined.reserveCapacity(batch.count)
+        for item in batch {
+            if case .records(let bytes, let sequence) = item, case .records(var run, _)? = joined.last {
+                joined.removeLast()
+                run += bytes
+                joined.append(.records(run, sequence: sequence))
+            } else {
+                joined.append(item)
+            }
+        }
+        return joined
     }
 
     private struct State {
@@ -59,6 +81,17 @@ final class Journal: Sendable {
         /// compaction writes the live state.
         var isBehind = false
         var syncCount = 0
+        /// While the writer sleeps: when it wakes by itself (`.distantFuture`: only when signalled).
+        /// Nil while it works; it looks at the queue again before it sleeps, so an append then
+        /// needs no signal, and neither does one that may wait until the writer wakes anyway.
+        var writerSleepsUntil: DispatchTime?
+
+        /// Whether an append due by `due` must wake the writer; if so, the caller signals, once.
+        mutating func claimWake(by due: DispatchTime) -> Bool {
+            guard let sleepsUntil = writerSleepsUntil, due < sleepsUntil else { return false }
+            writerSleepsUntil = nil
+            return true
+        }
     }
 
     let path: String
@@ -205,12 +238,13 @@ final class Journal: Sendable {
     /// Queues records; they reach the disk within a second. For progress, which may be lost in a crash.
     func append(_ records: [JournalRecord]) {
         let bytes = JournalFormat.encode(records)
-        state.withLock { state in
+        let mustWake = state.withLock { state in
             state.queue.append(.records(bytes, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction += records.count
+            return state.claimWake(by: .now())
         }
-        wake.signal()
+        if mustWake { wake.signal() }
     }
 
     /// Where a durable append stands in the journal's order.
@@ -226,15 +260,16 @@ final class Journal: Sendable {
     func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> DurableTicket {
         let bytes = JournalFormat.encode(records)
         let due = DispatchTime.now() + Self.interval(delay)
-        let sequence = state.withLock { state in
+        let (sequence, mustWake) = state.withLock { state in
             let sequence = state.nextSequence
             state.nextSequence += 1
             state.queue.append(.records(bytes, sequence: sequence))
             state.recordsSinceCompaction += records.count
             state.durableQueued[sequence] = due
-            return sequence
+            // Written when the writer wakes for an earlier due (the sync of another end, say).
+            return (sequence, state.claimWake(by: due))
         }
-        wake.signal()
+        if mustWake { wake.signal() }
         return DurableTicket(sequence: sequence)
     }
 
@@ -264,12 +299,13 @@ final class Journal: Sendable {
     func compact(_ records: [JournalRecord]) {
         var bytes = JournalFormat.header()
         for record in records { JournalFormat.append(record, to: &bytes) }
-        state.withLock { state in
+        let mustWake = state.withLock { state in
             state.queue.append(.compaction(bytes, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction = records.count
+            return state.claimWake(by: .now())
         }
-        wake.signal()
+        if mustWake { wake.signal() }
     }
 
     /// Records written since the last compaction (or replay), to decide when to compact.
@@ -282,8 +318,11 @@ final class Journal: Sendable {
 
     /// Writes and syncs everything queued, then stops the writer. Blocks until done.
     func close() {
-        state.withLock { $0.closing = true }
-        wake.signal()
+        let mustWake = state.withLock { state in
+            state.closing = true
+            return state.claimWake(by: .now())
+        }
+        if mustWake { wake.signal() }
         finished.wait()
         descriptor.withLock { fd in
             Glibc.close(fd)
@@ -305,10 +344,17 @@ final class Journal: Sendable {
         var lastWritten: UInt64 = 0
         var syncDue: DispatchTime?
         while true {
-            if let wakeUp = [unsyncedSince.map { $0 + plainSyncDelay }, syncDue].compactMap({ $0 }).min() {
-                _ = wake.wait(timeout: wakeUp)
-            } else {
-                wake.wait()
+            let wakeUp = [unsyncedSince.map { $0 + plainSyncDelay }, syncDue].compactMap({ $0 }).min()
+            let sleeps = state.withLock { state in
+                guard state.queue.isEmpty && !state.closing else { return false }
+                state.writerSleepsUntil = wakeUp ?? .distantFuture
+                return true
+            }
+            if sleeps {
+                // A signal comes at most once a sleep (`claimWake`); one that raced a timeout
+                // only makes the next sleep return at once.
+                if let wakeUp { _ = wake.wait(timeout: wakeUp) } else { wake.wait() }
+                state.withLock { $0.writerSleepsUntil = nil }
             }
             let (batch, closing) = state.withLock { state in
                 let batch = state.queue
@@ -321,7 +367,8 @@ final class Journal: Sendable {
             // appends it concerns, not the others written in the same batch.
             var failures: [UInt64: any Error] = [:]
             var syncFailure: (any Error)?
-            for item in batch {
+            for item in Self.joiningRecords(batch) {
+                let writtenBefore = lastWritten
                 lastWritten = item.sequence
                 do {
                     switch item {
@@ -330,10 +377,21 @@ final class Journal: Sendable {
                     }
                     if unsyncedSince == nil { unsyncedSince = .now() }
                 } catch {
-                    failures[item.sequence] = error
-                    // A failed compaction leaves the old file whole; lost records leave it behind memory.
-                    if case .records = item { state.withLock { $0.isBehind = true } }
-                    Log.error("journal: \(error)")
+                    // The write of several appends was cut off whole: each again on its own, so
+                    // that only those that do not fit fail.
+                    let parts = batch.filter { $0.sequence > writtenBefore && $0.sequence <= item.sequence }
+                    for part in parts {
+                        do {
+                            guard parts.count > 1, case .records(let bytes, _) = part else { throw error }
+                            try write(bytes)
+                            if unsyncedSince == nil { unsyncedSince = .now() }
+                        } catch {
+                            failures[part.sequence] = error
+                            // A failed compaction leaves the old file whole; lost records leave it behind memory.
+                            if part.isRecords { state.withLock { $0.isBehind = true } }
+                            Log.error("journal: \(error)")
+                        }
+                    }
                 }
             }
             let now = DispatchTime.now()

@@ -253,12 +253,20 @@ struct AddCommand: ControlCommand {
         }
         // On a terminal, a bar per job in flight until they end.
         let bars = LiveBars.forPeople(context)
-        let tracker = try JobWaiter.follow(
-            .ids(added.map(\.id)), on: connection, until: nil, progress: bars != nil,
-            onStart: { $0.latestJobs.forEach { bars?.know($0) } },
-            onNotification: { notification, _ in bars?.follow(notification) })
-        bars?.finish()
-        let waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
+        let jobs = JobWaiter.Selection.ids(added.map(\.id))
+        let waited: ExitCode
+        if bars != nil || context.json {
+            let tracker = try JobWaiter.follow(
+                jobs, as: JobInfo.self, on: connection, until: nil, progress: bars != nil,
+                onStart: { $0.latestJobs.forEach { bars?.know($0) } },
+                onNotification: { notification, _ in bars?.follow(notification) })
+            bars?.finish()
+            waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
+        } else {
+            // Only what the report needs of each job (`JobStatus`), as `uploadctl wait`.
+            let tracker = try JobWaiter.follow(jobs, as: JobStatus.self, on: connection, until: nil)
+            waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
+        }
         return failures.isEmpty ? waited : refused
     }
 }

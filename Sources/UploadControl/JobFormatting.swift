@@ -42,8 +42,11 @@ enum JobFormatting {
     }
 
     /// What a queued job waits for, for people: `waiting for the network`.
-    static func waitingText(_ job: JobInfo) -> String? {
-        switch job.waiting {
+    static func waitingText(_ job: JobInfo) -> String? { waitingText(job.waiting) }
+
+    /// What a job's `waiting` means, for people.
+    static func waitingText(_ waiting: String?) -> String? {
+        switch waiting {
         case nil: return nil
         case "network": return "waiting for the network"
         case "metered": return "waiting for an unmetered connection"

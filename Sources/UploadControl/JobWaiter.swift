@@ -1,11 +1,42 @@
+import Foundation
 import UploadClient
 import UploadWire
 
+/// What a tracker keeps of each job: the whole `JobInfo` (for bars and `--json`), or the
+/// `JobStatus` a waiter needs, which the daemon sends narrowed (`job_fields`).
+protocol TrackedJob: Decodable, Sendable {
+    var id: JobID { get }
+    var state: JobState { get }
+    var revision: UInt64 { get }
+    var updatedAt: Date { get }
+    var error: JobError? { get }
+    var waiting: String? { get }
+    /// The `job_fields` to subscribe with; nil: all.
+    static var subscribedFields: [String]? { get }
+    /// The job whole, when this is it.
+    var whole: JobInfo? { get }
+}
+
+extension JobInfo: TrackedJob {
+    static var subscribedFields: [String]? { nil }
+    var whole: JobInfo? { self }
+}
+
+extension JobStatus: TrackedJob {
+    static var subscribedFields: [String]? { fields }
+    var whole: JobInfo? { nil }
+}
+
+/// `{"jobs": [...]}` of either kind of tracked job.
+private struct TrackedJobs<Job: TrackedJob>: Decodable {
+    var jobs: [Job]
+}
+
 /// What is known of a set of jobs being waited for: their latest state, and which are not done.
-struct JobTracker {
+struct JobTracker<Job: TrackedJob> {
     /// The jobs followed, in the order named.
     let ids: [JobID]
-    private(set) var jobs: [JobID: JobInfo] = [:]
+    private(set) var jobs: [JobID: Job] = [:]
     private var unfinished: Set<JobID>
     /// Followed jobs removed while waited for: they will never end.
     private(set) var removed: Set<JobID> = []
@@ -16,7 +47,7 @@ struct JobTracker {
     }
 
     /// Records a job's new state; jobs not followed are ignored.
-    mutating func update(_ job: JobInfo) {
+    mutating func update(_ job: Job) {
         guard jobs[job.id] != nil || unfinished.contains(job.id) else { return }
         jobs[job.id] = job
         if job.state.isTerminal { unfinished.remove(job.id) } else { unfinished.insert(job.id) }
@@ -25,7 +56,7 @@ struct JobTracker {
     /// Records a state that arrived before the snapshot it may be older than: only when it is newer,
     /// by revision. From a daemon without revisions, by time: timestamps have whole seconds, so
     /// within one second the state further along wins.
-    mutating func updateIfNewer(_ job: JobInfo) -> Bool {
+    mutating func updateIfNewer(_ job: Job) -> Bool {
         if let known = jobs[job.id], known.revision > 0, job.revision > 0 {
             guard job.revision > known.revision else { return false }
         } else if let known = jobs[job.id] {
@@ -58,7 +89,7 @@ struct JobTracker {
     var unfinishedIDs: [JobID] { ids.filter { unfinished.contains($0) } }
 
     /// The latest known state of each followed job, in the order named.
-    var latestJobs: [JobInfo] { ids.compactMap { jobs[$0] } }
+    var latestJobs: [Job] { ids.compactMap { jobs[$0] } }
 }
 
 /// Waits for jobs to end with one subscription that also answers their current state, however
@@ -70,26 +101,28 @@ enum JobWaiter {
         case batch(JobID)
 
         /// The subscription that follows these jobs, answered with their current state.
-        func subscription(kinds: [ControlEvent]?, states: [JobState]?) -> SubscribeParams {
+        func subscription(kinds: [ControlEvent]?, states: [JobState]?, jobFields: [String]?) -> SubscribeParams {
             switch self {
-            case .ids(let ids): SubscribeParams(ids: ids, kinds: kinds, states: states, snapshot: true)
-            case .batch(let batch): SubscribeParams(batch: batch, kinds: kinds, states: states, snapshot: true)
+            case .ids(let ids):
+                SubscribeParams(ids: ids, kinds: kinds, states: states, snapshot: true, jobFields: jobFields)
+            case .batch(let batch):
+                SubscribeParams(batch: batch, kinds: kinds, states: states, snapshot: true, jobFields: jobFields)
             }
         }
 
         /// The jobs to wait for, once `current` (the subscription's snapshot) is known: every
         /// named job must exist, and a batch must have jobs.
-        func ids(in current: JobList) throws -> [JobID] {
+        func ids(in current: [JobID]) throws -> [JobID] {
             switch self {
             case .ids(let named):
-                let known = Set(current.jobs.map(\.id))
+                let known = Set(current)
                 if let missing = named.first(where: { !known.contains($0) }) { throw RPCError.jobNotFound(missing) }
                 return named
             case .batch(let batch):
-                guard !current.jobs.isEmpty else {
+                guard !current.isEmpty else {
                     throw UsageError("batch \(batch) has no jobs (a batch is named by its first job's ID)")
                 }
-                return current.jobs.map(\.id)
+                return current
             }
         }
     }
@@ -99,37 +132,45 @@ enum JobWaiter {
     /// finished). `onStart` sees the states read at first; `onNotification` sees every
     /// notification for these jobs, after the tracker took it in. Progress events come only with
     /// `progress` (for bars).
-    static func follow(
-        _ selection: Selection, on connection: DaemonConnection, until deadline: ContinuousClock.Instant?,
-        progress: Bool = false, onStart: (JobTracker) -> Void = { _ in },
-        onNotification: (RPCNotification, JobTracker) -> Void = { _, _ in }
-    ) throws -> JobTracker {
+    static func follow<Job: TrackedJob>(
+        _ selection: Selection, as _: Job.Type, on connection: DaemonConnection,
+        until deadline: ContinuousClock.Instant?, progress: Bool = false, onStart: (JobTracker<Job>) -> Void = { _ in },
+        onNotification: (RPCNotification, JobTracker<Job>) -> Void = { _, _ in }
+    ) throws -> JobTracker<Job> {
         let kinds: [ControlEvent]? = progress ? nil : [.state, .removed]
-        let current: JobList
-        let states = progress ? nil : waitedStates
-        do {
-            current = try connection.call(
-                .subscribe, params: selection.subscription(kinds: kinds, states: states), as: JobList.self)
-        } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
-            // An older daemon: every state, as before.
-            current = try connection.call(
-                .subscribe, params: selection.subscription(kinds: kinds, states: nil), as: JobList.self)
+        var states = progress ? nil : waitedStates
+        var jobFields = Job.subscribedFields
+        var current: [Job]
+        while true {
+            do {
+                current = try connection.call(
+                    .subscribe, params: selection.subscription(kinds: kinds, states: states, jobFields: jobFields),
+                    as: TrackedJobs<Job>.self
+                ).jobs
+                break
+            } catch let refusal as RPCError
+                where jobFields != nil && refusal.message.contains("unknown key 'job_fields'")
+            {
+                jobFields = nil  // an older daemon: whole jobs, which decode as well
+            } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
+                states = nil  // an older daemon still: every state, as before
+            }
         }
-        let ids = try selection.ids(in: current)
-        var tracker = JobTracker(ids: ids)
+        let ids = try selection.ids(in: current.map(\.id))
+        var tracker = JobTracker<Job>(ids: ids)
         // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
         let early = connection.takeQueuedNotifications()
-        current.jobs.forEach { tracker.update($0) }
+        current.forEach { tracker.update($0) }
         onStart(tracker)
         for notification in early where notification.method == ControlEvent.state.rawValue {
-            if let job = try? notification.params.decode(JobInfo.self), tracker.updateIfNewer(job) {
+            if let job = try? notification.params.decode(Job.self), tracker.updateIfNewer(job) {
                 onNotification(notification, tracker)
             }
         }
         while !tracker.isFinished {
             guard let notification = try connection.nextNotification(until: deadline) else { break }
             if notification.method == ControlEvent.state.rawValue,
-                let job = try? notification.params.decode(JobInfo.self)
+                let job = try? notification.params.decode(Job.self)
             {
                 tracker.update(job)
             } else if notification.method == ControlEvent.removed.rawValue,
@@ -142,7 +183,8 @@ enum JobWaiter {
         if !tracker.isFinished && states != nil {
             // Timed out: what the others are doing now (paused? waiting for the network?), which
             // the narrowed subscription did not say.
-            let now = try connection.call(.list, params: ListParams(ids: tracker.unfinishedIDs), as: JobList.self)
+            let now = try connection.call(
+                .list, params: ListParams(ids: tracker.unfinishedIDs), as: TrackedJobs<Job>.self)
             now.jobs.forEach { tracker.update($0) }
         }
         return tracker
@@ -155,8 +197,9 @@ enum JobWaiter {
     /// Prints what went wrong and picks the exit status: 0 when every job completed, else 1.
     /// With `--json`, prints `{"jobs": [...]}` with each job's latest state (and, for `add --wait`,
     /// `"errors"`: the files that were not added).
-    static func report(
-        _ tracker: JobTracker, timeout: Double?, context: CommandContext, addErrors: [JobFailure]? = nil
+    /// `--json` needs the jobs whole: follow them `as: JobInfo.self` then.
+    static func report<Job: TrackedJob>(
+        _ tracker: JobTracker<Job>, timeout: Double?, context: CommandContext, addErrors: [JobFailure]? = nil
     ) throws -> ExitCode {
         var succeeded = tracker.isFinished && tracker.removed.isEmpty
         for id in tracker.ids where tracker.removed.contains(id) {
@@ -185,16 +228,17 @@ enum JobWaiter {
                 )
             }
             for job in tracker.latestJobs where !job.state.isTerminal {
-                if let waitingText = JobFormatting.waitingText(job) {
+                if let waitingText = JobFormatting.waitingText(job.waiting) {
                     context.printError("job \(job.id) is \(waitingText)")
                 }
             }
         }
         if context.json {
+            let jobs = tracker.latestJobs.compactMap(\.whole)
             if let addErrors {
-                try context.printJSON(JobList(jobs: tracker.latestJobs, errors: addErrors))
+                try context.printJSON(JobList(jobs: jobs, errors: addErrors))
             } else {
-                try context.printJSON(JobList(jobs: tracker.latestJobs))
+                try context.printJSON(JobList(jobs: jobs))
             }
         }
         return succeeded ? .success : .failure

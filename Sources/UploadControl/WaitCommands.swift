@@ -33,8 +33,13 @@ struct WaitCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let deadline = JobWaiter.deadline(after: timeout)
-        let tracker = try JobWaiter.follow(
-            batch.map { .batch($0) } ?? .ids(ids), on: context.connect(), until: deadline)
+        let selection: JobWaiter.Selection = batch.map { .batch($0) } ?? .ids(ids)
+        guard !context.json else {
+            let tracker = try JobWaiter.follow(selection, as: JobInfo.self, on: context.connect(), until: deadline)
+            return try JobWaiter.report(tracker, timeout: timeout, context: context)
+        }
+        // Only what the report needs of each job: a small file's job is a sixth of its bytes.
+        let tracker = try JobWaiter.follow(selection, as: JobStatus.self, on: context.connect(), until: deadline)
         return try JobWaiter.report(tracker, timeout: timeout, context: context)
     }
 }
@@ -79,7 +84,7 @@ struct WatchCommand: ControlCommand {
         }
         let bars = LiveBars.forPeople(context)
         let tracker = try JobWaiter.follow(
-            .ids(ids), on: connection, until: nil, progress: true,
+            .ids(ids), as: JobInfo.self, on: connection, until: nil, progress: true,
             onStart: { tracker in
                 // For people, the state each job was in when watching began (as bars on a terminal).
                 if let bars {

@@ -339,19 +339,29 @@ public struct SubscribeParams: Codable, Sendable, StrictParams {
     /// Answer with the current state of the jobs the filters match, taken once the subscription
     /// is in place: nothing that happens in between is missed. `states` does not narrow it.
     public var snapshot: Bool?
+    /// Only these keys of each job, in `job.state` events and in the snapshot (`id` and `state`
+    /// always come): a waiter needs a few of a job's thirty. Nil: all. Older daemons refuse the
+    /// key ("unknown key 'job_fields'").
+    public var jobFields: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case ids, batch, kinds, states, snapshot
+        case jobFields = "job_fields"
+    }
 
     public init(
         ids: [JobID]? = nil, batch: JobID? = nil, kinds: [ControlEvent]? = nil, states: [JobState]? = nil,
-        snapshot: Bool? = nil
+        snapshot: Bool? = nil, jobFields: [String]? = nil
     ) {
         self.ids = ids
         self.batch = batch
         self.kinds = kinds
         self.states = states
         self.snapshot = snapshot
+        self.jobFields = jobFields
     }
 
-    public static let knownKeys: Set<String> = ["ids", "batch", "kinds", "states", "snapshot"]
+    public static let knownKeys: Set<String> = ["ids", "batch", "kinds", "states", "snapshot", "job_fields"]
 }
 
 /// `remote.test` params: the remote to check.

@@ -6,53 +6,74 @@ import Foundation
 /// CPU per small file. `JobInfoJSONTests` compares the two on thousands of random jobs.
 extension JobInfo {
     /// This job as one JSON object.
-    public var jsonBytes: [UInt8] {
+    public var jsonBytes: [UInt8] { jsonBytes(only: nil) }
+
+    /// This job as one JSON object of only `fields` (nil: all of them).
+    public func jsonBytes(only fields: Set<String>?) -> [UInt8] {
         var writer = JSONWriter()
-        write(to: &writer)
+        write(to: &writer, only: fields)
         return writer.bytes
     }
 
-    func write(to writer: inout JSONWriter) {
+    /// `fields`: only these of its keys (as `events.subscribe`'s `job_fields` asks); nil: all.
+    func write(to writer: inout JSONWriter, only fields: Set<String>? = nil) {
+        func wants(_ key: String) -> Bool { fields?.contains(key) ?? true }
         // In the order of their names, as .sortedKeys puts them.
         writer.beginObject()
-        writer.key("attempts")
-        writer.integer(attempts)
-        if let batch {
+        if wants("attempts") {
+            writer.key("attempts")
+            writer.integer(attempts)
+        }
+        if let batch, wants("batch") {
             writer.key("batch")
             writer.integer(batch.rawValue)
         }
-        writer.key("bytes_acked")
-        writer.integer(bytesAcked)
-        writer.key("bytes_sent")
-        writer.integer(bytesSent)
-        writer.key("bytes_total")
-        writer.integer(bytesTotal)
-        if let clientToken {
+        if wants("bytes_acked") {
+            writer.key("bytes_acked")
+            writer.integer(bytesAcked)
+        }
+        if wants("bytes_sent") {
+            writer.key("bytes_sent")
+            writer.integer(bytesSent)
+        }
+        if wants("bytes_total") {
+            writer.key("bytes_total")
+            writer.integer(bytesTotal)
+        }
+        if let clientToken, wants("client_token") {
             writer.key("client_token")
             writer.string(clientToken)
         }
-        writer.key("created_at")
-        writer.date(createdAt)
-        writer.key("destination")
-        writer.string(destination)
-        writer.key("error")
-        if let error {
-            writer.beginObject()
-            writer.key("code")
-            writer.string(error.code)
-            writer.key("message")
-            writer.string(error.message)
-            if let status = error.status {
-                writer.key("status")
-                writer.integer(status)
-            }
-            writer.endObject()
-        } else {
-            writer.null()
+        if wants("created_at") {
+            writer.key("created_at")
+            writer.date(createdAt)
         }
-        writer.key("eta")
-        if let eta { writer.double(eta) } else { writer.null() }
-        if let history {
+        if wants("destination") {
+            writer.key("destination")
+            writer.string(destination)
+        }
+        if wants("error") {
+            writer.key("error")
+            if let error {
+                writer.beginObject()
+                writer.key("code")
+                writer.string(error.code)
+                writer.key("message")
+                writer.string(error.message)
+                if let status = error.status {
+                    writer.key("status")
+                    writer.integer(status)
+                }
+                writer.endObject()
+            } else {
+                writer.null()
+            }
+        }
+        if wants("eta") {
+            writer.key("eta")
+            if let eta { writer.double(eta) } else { writer.null() }
+        }
+        if let history, wants("history") {
             writer.key("history")
             writer.beginArray()
             for event in history {
@@ -66,21 +87,23 @@ extension JobInfo {
             }
             writer.endArray()
         }
-        writer.key("id")
-        writer.integer(id.rawValue)
-        if let image {
+        if wants("id") {
+            writer.key("id")
+            writer.integer(id.rawValue)
+        }
+        if let image, wants("image") {
             writer.key("image")
             writer.string(image)
         }
-        if let metadata {
+        if let metadata, wants("metadata") {
             writer.key("metadata")
             writer.stringDictionary(metadata)
         }
-        if let nextAttemptAt {
+        if let nextAttemptAt, wants("next_attempt_at") {
             writer.key("next_attempt_at")
             writer.date(nextAttemptAt)
         }
-        if let prepared {
+        if let prepared, wants("prepared") {
             writer.key("prepared")
             writer.beginObject()
             if let contentType = prepared.contentType {
@@ -101,56 +124,77 @@ extension JobInfo {
             writer.integer(prepared.size)
             writer.endObject()
         }
-        writer.key("priority")
-        writer.integer(priority)
-        writer.key("protocol")
-        writer.string(self.protocol.rawValue)
-        writer.key("result")
-        if let result {
-            writer.beginObject()
-            if let body = result.body {
-                writer.key("body")
-                writer.string(body)
-            }
-            if let status = result.status {
-                writer.key("status")
-                writer.integer(status)
-            }
-            if let url = result.url {
-                writer.key("url")
-                writer.string(url)
-            }
-            writer.endObject()
-        } else {
-            writer.null()
+        if wants("priority") {
+            writer.key("priority")
+            writer.integer(priority)
         }
-        writer.key("revision")
-        writer.integer(revision)
-        if let snapshot {
+        if wants("protocol") {
+            writer.key("protocol")
+            writer.string(self.protocol.rawValue)
+        }
+        if wants("result") {
+            writer.key("result")
+            if let result {
+                writer.beginObject()
+                if let body = result.body {
+                    writer.key("body")
+                    writer.string(body)
+                }
+                if let status = result.status {
+                    writer.key("status")
+                    writer.integer(status)
+                }
+                if let url = result.url {
+                    writer.key("url")
+                    writer.string(url)
+                }
+                writer.endObject()
+            } else {
+                writer.null()
+            }
+        }
+        if wants("revision") {
+            writer.key("revision")
+            writer.integer(revision)
+        }
+        if let snapshot, wants("snapshot") {
             writer.key("snapshot")
             writer.string(snapshot)
         }
-        writer.key("source")
-        writer.string(source)
-        writer.key("speed")
-        writer.double(speed)
-        writer.key("state")
-        writer.string(state.rawValue)
-        writer.key("updated_at")
-        writer.date(updatedAt)
-        if let user {
+        if wants("source") {
+            writer.key("source")
+            writer.string(source)
+        }
+        if wants("speed") {
+            writer.key("speed")
+            writer.double(speed)
+        }
+        if wants("state") {
+            writer.key("state")
+            writer.string(state.rawValue)
+        }
+        if wants("updated_at") {
+            writer.key("updated_at")
+            writer.date(updatedAt)
+        }
+        if let user, wants("user") {
             writer.key("user")
             writer.string(user)
         }
-        writer.key("waiting")
-        if let waiting { writer.string(waiting) } else { writer.null() }
+        if wants("waiting") {
+            writer.key("waiting")
+            if let waiting { writer.string(waiting) } else { writer.null() }
+        }
         writer.endObject()
     }
 }
 
 extension JobList {
     /// `{"errors": [...], "jobs": [...]}` as JSONCoding.encoder writes it.
-    public var jsonBytes: [UInt8] {
+    public var jsonBytes: [UInt8] { jsonBytes(only: nil) }
+
+    /// The same with only `fields` of each job (nil: all of them).
+    public func jsonBytes(only fields: Set<String>?) -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
         if let errors {
@@ -179,7 +223,7 @@ extension JobList {
         writer.beginArray()
         for job in jobs {
             writer.element()
-            job.write(to: &writer)
+            job.write(to: &writer, only: fields)
         }
         writer.endArray()
         writer.endObject()

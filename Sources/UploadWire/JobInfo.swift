@@ -43,7 +43,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
     /// The adding app's own data, as given.
     public var metadata: [String: String]?
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
             history, waiting, image, prepared, batch, revision, metadata
         case bytesTotal = "bytes_total"
@@ -54,6 +54,9 @@ public struct JobInfo: Codable, Sendable, Equatable {
         case nextAttemptAt = "next_attempt_at"
         case clientToken = "client_token"
     }
+
+    /// The keys of a job object, for `events.subscribe`'s `job_fields`.
+    public static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 
     public init(
         id: JobID, state: JobState, source: String, destination: String, protocol: UploadProtocol,
@@ -274,6 +277,7 @@ public struct HelloInfo: Codable, Sendable {
         case eventSnapshot = "events.snapshot"
         case eventOverflow = "events.overflow"
         case eventStates = "events.states"
+        case eventJobFields = "events.job_fields"
         case clientToken = "client_token"
     }
 
@@ -426,5 +430,47 @@ public struct PreparedInfo: Codable, Sendable, Equatable {
         case originalSize = "original_size"
         case fileName = "file_name"
         case contentType = "content_type"
+    }
+}
+
+/// What a waiter needs of a job: a `job.state` event or snapshot narrowed with `job_fields`
+/// (`JobStatus.fields`) carries only this, and decodes as this.
+public struct JobStatus: Decodable, Sendable, Equatable {
+    public var id: JobID
+    public var state: JobState
+    public var revision: UInt64
+    public var updatedAt: Date
+    public var error: JobError?
+    public var waiting: String?
+    public var nextAttemptAt: Date?
+
+    /// The `job_fields` that make a `JobStatus`.
+    public static let fields = ["id", "state", "revision", "updated_at", "error", "waiting", "next_attempt_at"]
+
+    enum CodingKeys: String, CodingKey {
+        case id, state, revision, error, waiting
+        case updatedAt = "updated_at"
+        case nextAttemptAt = "next_attempt_at"
+    }
+
+    public init(_ job: JobInfo) {
+        id = job.id
+        state = job.state
+        revision = job.revision
+        updatedAt = job.updatedAt
+        error = job.error
+        waiting = job.waiting
+        nextAttemptAt = job.nextAttemptAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(JobID.self, forKey: .id)
+        state = try container.decode(JobState.self, forKey: .state)
+        revision = try container.decodeIfPresent(UInt64.self, forKey: .revision) ?? 0
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        error = try container.decodeIfPresent(JobError.self, forKey: .error)
+        waiting = try container.decodeIfPresent(String.self, forKey: .waiting)
+        nextAttemptAt = try container.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
     }
 }

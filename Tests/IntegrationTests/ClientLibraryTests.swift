@@ -167,6 +167,45 @@ final class ClientLibraryTests {
         #expect(!daemon.log(tail: 100_000).contains("events behind"))
     }
 
+    /// `job_fields` narrows the snapshot and every `job.state` to the keys asked for (with `id` and
+    /// `state`); a name no job has is refused with the names there are.
+    @Test func jobFieldsNarrowTheSnapshotAndTheEvents() async throws {
+        let daemon = try DaemonProcess(name: "client-fields")
+        try daemon.start()
+        defer { daemon.stop() }
+        let subscriber = try RawClient(daemon.socket)
+        _ = subscriber.send(
+            line: #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"job_fields":["nope"]}}"#)
+        guard case .line(let refusal) = subscriber.readLine(timeout: 10) else { throw TestFailure("no answer") }
+        let refusalText = String(decoding: refusal, as: UTF8.self)
+        #expect(refusalText.contains("-32602") && refusalText.contains("no field 'nope'"), "\(refusalText)")
+        #expect(refusalText.contains("bytes_total, client_token"), "names the fields there are")
+
+        let client = UploaddClient(socketPath: daemon.socket)
+        let (first, _) = try await client.add(params(try makeFiles(1, in: "fields-before")))
+        _ = try await client.wait(for: first.map(\.id))
+        _ = subscriber.send(
+            line:
+                #"{"jsonrpc":"2.0","id":2,"method":"events.subscribe","params":{"snapshot":true,"job_fields":["error"]}}"#
+        )
+        var keysSeen: [[String]] = []
+        var ends = 0
+        var added: [JobInfo] = []
+        while ends < 2, case .line(let line) = subscriber.readLine(timeout: 30) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            if let result = object["result"] as? [String: Any], let jobs = result["jobs"] as? [[String: Any]] {
+                keysSeen += jobs.map { $0.keys.sorted() }
+                (added, _) = try await client.add(params(try makeFiles(2, in: "fields-after")))
+            } else if object["method"] as? String == "job.state", let job = object["params"] as? [String: Any] {
+                keysSeen.append(job.keys.sorted())
+                if job["state"] as? String == "completed" { ends += 1 }
+            }
+        }
+        #expect(added.count == 2 && ends >= 2)
+        #expect(keysSeen.count >= 5, "the snapshot's job, then two jobs queued, running, completed")
+        #expect(Set(keysSeen.map { $0 }) == [["error", "id", "state"]])
+    }
+
     /// An app that loses its connection subscribes again with `snapshot` and ends up knowing the
     /// final state of every job, though they kept changing while it was away.
     @Test func aResumedSubscriptionMissesNothing() async throws {

@@ -205,7 +205,7 @@ import UploadWire
 
 @Suite struct JobTrackerTests {
     @Test func terminalStatesFinishAndResumedJobsAreWaitedForAgain() {
-        var tracker = JobTracker(ids: [JobID(1), JobID(2)])
+        var tracker = JobTracker<JobInfo>(ids: [JobID(1), JobID(2)])
         tracker.update(sampleJob(id: 1, state: .completed))
         #expect(!tracker.isFinished)
         #expect(tracker.unfinishedIDs == [JobID(2)])
@@ -218,7 +218,7 @@ import UploadWire
     }
 
     @Test func earlyEventsCountOnlyWhenNewer() {
-        var tracker = JobTracker(ids: [JobID(1)])
+        var tracker = JobTracker<JobInfo>(ids: [JobID(1)])
         tracker.update(sampleJob(id: 1, state: .running, updatedAt: 100))
         let older = tracker.updateIfNewer(sampleJob(id: 1, state: .completed, updatedAt: 99))
         let sameSecondBehind = tracker.updateIfNewer(sampleJob(id: 1, state: .queued, updatedAt: 100))

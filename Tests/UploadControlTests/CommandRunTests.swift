@@ -107,12 +107,52 @@ import UploadWire
                     // Without bars: only ends, and queued (a job retried after its end).
                     "states": .array(["completed", "failed", "canceled", "queued"].map { .string($0) }),
                     "snapshot": .bool(true),
+                    // Without --json: only what the report needs of each job.
+                    "job_fields": .array(JobStatus.fields.map { .string($0) }),
                 ]))
+    }
+
+    @Test func waitAsksForWholeJobsWithJSONAndNarrowedOnesWithout() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 3, state: .completed)]))]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["--json", "wait", "3"], daemon: daemon, output: output) == .success)
+        #expect(output.standardOutput.contains("\"source\""), "--json prints the jobs whole")
+        #expect(run(["wait", "3"], daemon: daemon, output: CapturedOutput()) == .success)
+        let requests = daemon.requestLines.flatMap(Wire.requests)
+        #expect(requests.map { $0.params?.objectValue?["job_fields"] != nil } == [false, true])
+    }
+
+    @Test func waitTakesWholeJobsWhenAnOlderDaemonRefusesTheFieldFilter() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            guard request.params?.objectValue?["job_fields"] == nil else {
+                return [Wire.error(id: request.id, RPCError.invalidParams("unknown key 'job_fields'"))]
+            }
+            return [
+                Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 4, state: .running)])),
+                Wire.notification(.state, sampleJob(id: 4, state: .failed)),
+            ]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "4"], daemon: daemon, output: output) == .failure)
+        #expect(output.standardError.hasPrefix("uploadctl: job 4 failed: "))
+        let requests = daemon.requestLines.flatMap(Wire.requests)
+        #expect(requests.map { $0.params?.objectValue?["job_fields"] != nil } == [true, false])
+        #expect(requests.map { $0.params?.objectValue?["states"] != nil } == [true, true], "states stays")
     }
 
     @Test func waitSubscribesToEveryStateWhenAnOlderDaemonRefusesTheStatesFilter() throws {
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]
+            // A daemon older still: it knows neither key, and names the first in order.
+            if request.params?.objectValue?["job_fields"] != nil {
+                return [Wire.error(id: request.id, RPCError.invalidParams("unknown key 'job_fields'"))]
+            }
             guard request.params?.objectValue?["states"] == nil else {
                 return [Wire.error(id: request.id, RPCError.invalidParams("unknown key 'states'"))]
             }
@@ -126,8 +166,8 @@ import UploadWire
         #expect(run(["wait", "4"], daemon: daemon, output: output) == .success)
         #expect(output.standardError == "")
         let requests = daemon.requestLines.flatMap(Wire.requests)
-        #expect(requests.map(\.method) == ["events.subscribe", "events.subscribe"])
-        #expect(requests.map { $0.params?.objectValue?["states"] != nil } == [true, false])
+        #expect(requests.map(\.method) == ["events.subscribe", "events.subscribe", "events.subscribe"])
+        #expect(requests.map { $0.params?.objectValue?["states"] != nil } == [true, true, false])
     }
 
     @Test func aWaitThatTimesOutAsksWhatTheUnfinishedJobsAreDoing() throws {

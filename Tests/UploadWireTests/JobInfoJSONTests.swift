@@ -65,4 +65,32 @@ import Testing
             #expect(list.jsonBytes == [UInt8](try JSONCoding.encoder.encode(list)))
         }
     }
+
+    @Test func onlyTheFieldsAskedForAndAStatusDecodesFromThemOrFromTheWholeJob() throws {
+        var random = SeededRandom(seed: 11)
+        let names = JobInfo.fieldNames.sorted()
+        #expect(names.count == 27 && names.contains("updated_at") && names.contains("client_token"))
+        for round in 0..<500 {
+            let job = Self.randomJob(&random)
+            let fields = round == 0 ? Set(JobStatus.fields) : Set(names.filter { _ in random.next() % 3 == 0 })
+            let whole = try #require(try JSONSerialization.jsonObject(with: Data(job.jsonBytes)) as? NSDictionary)
+            let narrowed = try #require(
+                try JSONSerialization.jsonObject(with: Data(job.jsonBytes(only: fields))) as? NSDictionary)
+            let expected = NSDictionary(
+                dictionary: Dictionary(
+                    uniqueKeysWithValues: whole.compactMap { key, value in
+                        fields.contains(key as! String) ? (key as! String, value) : nil
+                    }))
+            #expect(narrowed == expected, "\(fields.sorted())")
+            // As the client reads it (dates to the millisecond).
+            let read = JobStatus(try JSONCoding.decoder.decode(JobInfo.self, from: Data(job.jsonBytes)))
+            if fields.isSuperset(of: JobStatus.fields) {
+                #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes(only: fields))) == read)
+            }
+            #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes)) == read)
+        }
+        let list = JobList(jobs: [Self.randomJob(&random)]).jsonBytes(only: ["id", "state"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(list)) as? [String: [[String: Any]]])
+        #expect(object["jobs"]?.first?.keys.sorted() == ["id", "state"])
+    }
 }

@@ -227,20 +227,32 @@ struct ControlHandler: Sendable {
                 throw RPCError.invalidParams(
                     "kinds are job.state, job.progress and job.removed; events.overflow always comes")
             }
+            let jobFields = try Self.jobFields(subscribe.jobFields)
             events.subscribe(
                 client.key,
                 EventHub.Subscriber(
                     ids: subscribe.ids.map(Set.init), batch: subscribe.batch, kinds: subscribe.kinds.map(Set.init),
-                    states: subscribe.states.map(Set.init), deliver: client.deliver))
+                    states: subscribe.states.map(Set.init), jobFields: jobFields, deliver: client.deliver))
             guard subscribe.snapshot == true else { return Self.emptyObject }
             // After the subscription: a change in between is both in the snapshot or after it, and
             // in an event; revisions tell which is newer.
-            return try encodeResult(
-                JobList(jobs: await scheduler.list(states: nil, ids: subscribe.ids, batch: subscribe.batch)))
+            return JobList(jobs: await scheduler.list(states: nil, ids: subscribe.ids, batch: subscribe.batch))
+                .jsonBytes(only: jobFields)
         }
     }
 
     private static let emptyObject = Array("{}".utf8)
+
+    /// `job_fields` as a set, `id` and `state` always in it; a name no job has is refused.
+    static func jobFields(_ names: [String]?) throws(RPCError) -> Set<String>? {
+        guard let names else { return nil }
+        if let unknown = names.first(where: { !JobInfo.fieldNames.contains($0) }) {
+            throw RPCError.invalidParams(
+                "job_fields: a job has no field '\(unknown)'; its fields are \(JobInfo.fieldNames.sorted().joined(separator: ", "))"
+            )
+        }
+        return Set(names).union(["id", "state"])
+    }
     private static let newline = [UInt8(ascii: "\n")]
 
     /// Jobs, the most frequent answers, are written by hand (`JobInfo.jsonBytes`).

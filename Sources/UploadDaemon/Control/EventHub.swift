@@ -17,6 +17,8 @@ final class EventHub: Sendable {
         var kinds: Set<ControlEvent>?
         /// `job.state` only for jobs that are now in one of these states; nil: any.
         var states: Set<JobState>? = nil
+        /// Only these keys of a job in `job.state`; nil: all.
+        var jobFields: Set<String>? = nil
         var deliver: @Sendable ([UInt8]) -> Void
 
         func wants(_ event: ControlEvent, id: JobID, batch jobBatch: JobID?, state: JobState? = nil) -> Bool {
@@ -39,8 +41,20 @@ final class EventHub: Sendable {
 
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
     /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
+    /// Encoded once for each set of `jobFields` its subscribers asked for.
     func publishState(id: JobID, batch: JobID?, state: JobState, _ info: () -> JobInfo) {
-        publish(ControlEvent.state, id: id, batch: batch, state: state) { info().jsonBytes }
+        let targets = subscribers.withLock {
+            $0.values.filter { $0.wants(.state, id: id, batch: batch, state: state) }
+        }
+        guard !targets.isEmpty else { return }
+        let job = info()
+        var lines: [Set<String>?: [UInt8]] = [:]
+        for target in targets {
+            if lines[target.jobFields] == nil {
+                lines[target.jobFields] = Self.line(.state, job.jsonBytes(only: target.jobFields))
+            }
+            if let line = lines[target.jobFields], !line.isEmpty { target.deliver(line) }
+        }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
@@ -57,14 +71,19 @@ final class EventHub: Sendable {
     }
 
     /// Encodes the params only when some subscriber wants the event (none, most of the time).
-    private func publish(
-        _ event: ControlEvent, id: JobID, batch: JobID?, state: JobState? = nil, params: () -> [UInt8]?
-    ) {
-        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch, state: state) } }
-        guard !targets.isEmpty, let encoded = params(),
-            var line = try? RPCLine.notification(method: event.rawValue, encodedParams: encoded)
-        else { return }
-        line.append(UInt8(ascii: "\n"))
+    private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
+        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
+        guard !targets.isEmpty else { return }
+        let line = Self.line(event, params())
+        guard !line.isEmpty else { return }
         for target in targets { target.deliver(line) }
+    }
+
+    /// The notification's line, newline included; empty when the params did not encode.
+    private static func line(_ event: ControlEvent, _ params: [UInt8]?) -> [UInt8] {
+        guard let params, var line = try? RPCLine.notification(method: event.rawValue, encodedParams: params)
+        else { return [] }
+        line.append(UInt8(ascii: "\n"))
+        return line
     }
 }

@@ -446,6 +446,21 @@ class ClientTests(DaemonTestCase):
         with self.assertRaises(ValueError):
             self.client.events(states=["done"])
 
+    def test_job_fields_narrow_the_snapshot_and_the_events(self) -> None:
+        done = self.client.add(self.files(1)[0], self.destination())
+        self.client.wait(done["id"], timeout=60)
+        with self.client.events(kinds=["job.state"], snapshot=True, job_fields=["revision"]) as stream:
+            self.assertEqual([sorted(j) for j in stream.snapshot], [["id", "revision", "state"]])
+            job = self.client.add(self.files(1)[0], self.destination())
+            self.client.wait(job["id"], timeout=60)
+            for event in _drain(stream, 3):
+                self.assertEqual(sorted(event.params), ["id", "revision", "state"])
+        with self.assertRaises(ud.UploaddError) as refused:
+            self.client.events(job_fields=["size"])
+        self.assertIn("no field 'size'", refused.exception.message)
+        with self.assertRaises(TypeError):
+            self.client.events(job_fields="error")
+
     def test_wait(self) -> None:
         good = self.client.add(self.files(1)[0], self.destination())
         (self.folder / "notdir").write_text("x")

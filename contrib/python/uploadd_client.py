@@ -469,7 +469,7 @@ class EventStream:
 
     def __init__(self, path: str, ids: Sequence[int] | None = None, batch: int | None = None,
                  kinds: Sequence[str] | None = None, snapshot: bool = False, timeout: float | None = None,
-                 states: Sequence[str] | None = None):
+                 states: Sequence[str] | None = None, job_fields: Sequence[str] | None = None):
         params: dict[str, Any] = {}
         if ids is not None:
             params["ids"] = [int(i) for i in ids]
@@ -479,6 +479,10 @@ class EventStream:
             params["kinds"] = _known_names(kinds, EVENT_KINDS, "event kinds")
         if states is not None:
             params["states"] = _known_names(states, JOB_STATES, "job states")
+        if job_fields is not None:
+            if isinstance(job_fields, str):
+                raise TypeError("job_fields is a list of key names, such as ['error', 'revision']")
+            params["job_fields"] = [str(name) for name in job_fields]
         if snapshot:
             params["snapshot"] = True
         self.params = params
@@ -819,7 +823,8 @@ class Client:
         """``daemon.hello``: who is serving. ``{name: "uploadd", version, protocol_version (int;
         changes within a major version are additive only), methods: [names], protocols: [names],
         capabilities: [strings] (optional features this daemon has, such as "revisions", "metadata",
-        "client_token", "events.filters", "events.snapshot", "events.overflow", "events.states"),
+        "client_token", "events.filters", "events.snapshot", "events.overflow", "events.states",
+        "events.job_fields"),
         preparation_steps: [names] (such as "image"), pid}``."""
         return self.call("daemon.hello")
 
@@ -1086,7 +1091,7 @@ class Client:
 
     def events(self, ids: Iterable[int] | None = None, batch: int | None = None,
                kinds: Iterable[str] | None = None, snapshot: bool = False,
-               states: Iterable[str] | None = None) -> EventStream:
+               states: Iterable[str] | None = None, job_fields: Iterable[str] | None = None) -> EventStream:
         """Subscribes to job events on a connection of its own; returns an ``EventStream``
         (an iterator of ``Event``; close it, or use ``with``, to stop).
 
@@ -1094,6 +1099,9 @@ class Client:
         ID), ``kinds`` (a subset of ``"job.state"``, ``"job.progress"``, ``"job.removed"``),
         ``states`` (``job.state`` only when a job enters one of these states; capability
         ``events.states``, an older daemon raises ``UploaddError`` with ``CODE_INVALID_PARAMS``).
+        ``job_fields`` (only these keys of each job, in the snapshot and in ``job.state``, with
+        ``id`` and ``state``; keep ``revision`` for the stale-update rule; capability
+        ``events.job_fields``, an older daemon raises ``UploaddError`` with ``CODE_INVALID_PARAMS``).
 
         ``snapshot=True`` also fetches the current matching jobs, taken after the subscription
         started so that nothing in between is missed: they are in ``stream.snapshot`` and are
@@ -1107,7 +1115,9 @@ class Client:
         """
         return EventStream(self.path, ids=None if ids is None else _id_list(ids), batch=batch,
                            kinds=kinds, snapshot=snapshot, timeout=self.timeout,
-                           states=None if states is None else list(states))
+                           states=None if states is None else list(states),
+                           job_fields=job_fields if job_fields is None or isinstance(job_fields, str)
+                           else list(job_fields))
 
     def wait(self, ids: int | Iterable[int] | None = None, *, batch: int | None = None,
              timeout: float | None = None, missing_ok: bool = False) -> list[dict]:

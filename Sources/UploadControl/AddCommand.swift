@@ -248,12 +248,12 @@ struct AddCommand: ControlCommand {
         // A destination or option the daemon refuses is a usage error, as uploadctl's own checks are.
         let refused: ExitCode = failures.contains { $0.code == RPCError.invalidParamsCode } ? .usage : .failure
         guard wait, !added.isEmpty else {
-            if context.json { try context.printJSON(JobList(jobs: added, errors: failures)) }
+            if context.json { try context.printJSON(JobList(jobs: queuer.addedJobs, errors: failures)) }
             return failures.isEmpty ? .success : refused
         }
         // On a terminal, a bar per job in flight until they end.
         let bars = LiveBars.forPeople(context)
-        let jobs = JobWaiter.Selection.ids(added.map(\.id))
+        let jobs = JobWaiter.Selection.ids(added)
         let waited: ExitCode
         if bars != nil || context.json {
             let tracker = try JobWaiter.follow(

@@ -201,6 +201,9 @@ public struct AddParams: Codable, Sendable, StrictParams {
     public var batch: JobID?
     /// Starts a batch whose ID is this job's own; the other jobs of the add name it in `batch`.
     public var newBatch: Bool?
+    /// Only these keys of the job in the answer (`id` and `state` always come), as in
+    /// `events.subscribe`: `uploadctl add` needs the ID and the batch of thousands of jobs.
+    public var jobFields: [String]?
 
     public init(source: String, destination: String) {
         self.source = source
@@ -212,11 +215,12 @@ public struct AddParams: Codable, Sendable, StrictParams {
         case chunkSize = "chunk_size"
         case clientToken = "client_token"
         case newBatch = "new_batch"
+        case jobFields = "job_fields"
     }
 
     public static let knownKeys: Set<String> = [
         "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
-        "image", "client_token", "metadata", "umask", "batch", "new_batch",
+        "image", "client_token", "metadata", "umask", "batch", "new_batch", "job_fields",
     ]
 
     public init(from decoder: Decoder) throws {
@@ -244,6 +248,7 @@ public struct AddParams: Codable, Sendable, StrictParams {
         umask = try container.decodeIfPresent(Int.self, forKey: .umask)
         batch = try container.decodeIfPresent(JobID.self, forKey: .batch)
         newBatch = try container.decodeIfPresent(Bool.self, forKey: .newBatch)
+        jobFields = try container.decodeIfPresent([String].self, forKey: .jobFields)
     }
 }
 

@@ -41,6 +41,29 @@ import UploadWire
         let sources = requests.compactMap { $0.params?.objectValue?["source"] }
         #expect(sources == [.string("/work/a.mp4"), .string("/work/b.bad"), .string("/abs/c.mp4")])
         #expect(requests[0].params?.objectValue?["headers"] == .array([.string("A: 1")]))
+        // Only the ID and the batch of each job come back (the ID and state always do).
+        #expect(requests.allSatisfy { $0.params?.objectValue?["job_fields"] == .array([.string("batch")]) })
+        #expect(requests[1].params?.objectValue?["headers"] == .array([.string("A: 1")]), "the template's keys")
+        #expect(requests[1].params?.objectValue?["new_batch"] == nil)
+    }
+
+    @Test func addTakesWholeJobsWhenAnOlderDaemonRefusesTheFieldFilter() throws {
+        let daemon = try FakeDaemon { line in
+            let answers = Wire.requests(line).map { request -> String in
+                guard request.params?.objectValue?["job_fields"] == nil else {
+                    return Wire.error(id: request.id, RPCError.invalidParams("unknown key 'job_fields'"))
+                }
+                return Wire.result(id: request.id, sampleJob(id: 30, state: .queued))
+            }
+            return [answers.count == 1 ? answers[0] : "[" + answers.joined(separator: ",") + "]"]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["add", "a.bin", "b.bin", "--to", "https://h/"], daemon: daemon, output: output) == .success)
+        #expect(output.standardOutput == "30\n30\n")
+        #expect(output.standardError == "")
+        let requests = daemon.requestLines.flatMap { Wire.requests($0) }
+        #expect(requests.map { $0.params?.objectValue?["job_fields"] != nil } == [true, false, false])
     }
 
     @Test func addWithJSONReportsEachFailureWithItsErrorCode() throws {
@@ -66,6 +89,8 @@ import UploadWire
         #expect(errors?.first?["message"] as? String == "no space left")
         let jobs = try JSONCoding.decoder.decode(JobList.self, from: Data(output.standardOutput.utf8)).jobs
         #expect(jobs.map(\.id) == [JobID(7)])
+        let requests = daemon.requestLines.flatMap { Wire.requests($0) }
+        #expect(requests.allSatisfy { $0.params?.objectValue?["job_fields"] == nil }, "--json prints jobs whole")
         #expect(output.standardError == "uploadctl: /work/full.bin: no space left\n")
     }
 

@@ -66,4 +66,26 @@ struct ControlHandlerTests {
         #expect(job.source == path)
         #expect(job.state == .queued || job.state == .running)
     }
+
+    /// `job_fields` narrows an add's answer, alone or in a batch; a name no job has refuses the
+    /// add, which then adds nothing.
+    @Test func anAddAnswersWithTheJobFieldsAskedFor() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        let path = try harness.directory.write("src/a.txt", "a")
+        func add(_ id: Int, _ fields: String) -> String {
+            #"{"jsonrpc":"2.0","id":\#(id),"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/","job_fields":\#(fields)}}"#
+        }
+        let alone = try await Self.answer(add(1, #"["batch"]"#), handler)
+        #expect(alone?.objectValue?["result"]?.objectValue?.keys.sorted() == ["id", "state"], "no batch: no key")
+        let batch = try await Self.answer("[" + add(2, #"["source"]"#) + "," + add(3, #"["nope"]"#) + "]", handler)
+        guard case .array(let answers)? = batch, answers.count == 2 else {
+            Issue.record("two answers: \(String(describing: batch))")
+            return
+        }
+        #expect(answers[0].objectValue?["result"]?.objectValue?.keys.sorted() == ["id", "source", "state"])
+        let refusal = answers[1].objectValue?["error"]?.objectValue
+        #expect(refusal?["code"] == .number(Double(RPCError.invalidParamsCode)))
+        #expect(await harness.scheduler.list(states: nil, ids: nil).count == 2, "the refused add added nothing")
+    }
 }

@@ -39,7 +39,7 @@ struct ControlHandler: Sendable {
                     switch outcome {
                     case .success(let job):
                         addAnswers[add.index] =
-                            (try? encodeResult(job)).flatMap { try? RPCLine.result(id: add.id, encodedResult: $0) }
+                            (try? RPCLine.result(id: add.id, encodedResult: job.jsonBytes(only: add.fields)))
                             ?? Self.line(
                                 RPCResponse(
                                     id: add.id,
@@ -86,8 +86,10 @@ struct ControlHandler: Sendable {
     }
 
     /// The requests of a batch that are well-formed `job.add` calls with an id, and their params.
-    private static func adds(in items: [JSONValue]) -> [(index: Int, id: JSONValue, params: AddParams)] {
-        var adds: [(index: Int, id: JSONValue, params: AddParams)] = []
+    private static func adds(in items: [JSONValue]) -> [(
+        index: Int, id: JSONValue, params: AddParams, fields: Set<String>?
+    )] {
+        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: Set<String>?)] = []
         for (index, item) in items.enumerated() {
             guard case .object(let object) = item, object["jsonrpc"] == .string("2.0"),
                 object["method"] == .string(ControlMethod.add.rawValue), let id = object["id"]
@@ -97,7 +99,9 @@ struct ControlHandler: Sendable {
             default: continue
             }
             guard let params = try? AddParams.decode(from: object["params"]) else { continue }
-            adds.append((index, id, params))
+            let fields: Set<String>?
+            do { fields = try jobFields(params.jobFields) } catch { continue }
+            adds.append((index, id, params, fields))
         }
         return adds
     }
@@ -179,7 +183,9 @@ struct ControlHandler: Sendable {
             let remote = try RemoteParams.decode(from: params)
             return try encodeResult(try await scheduler.testRemote(named: remote.name))
         case .add:
-            return try encodeResult(try await scheduler.add(AddParams.decode(from: params)))
+            let add = try AddParams.decode(from: params)
+            let fields = try Self.jobFields(add.jobFields)
+            return try await scheduler.add(add).jsonBytes(only: fields)
         case .get:
             let selection = try JobSelection.decode(from: params)
             guard !selection.namedIDs.isEmpty else {

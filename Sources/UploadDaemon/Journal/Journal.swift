@@ -278,6 +278,17 @@ final class Journal: Sendable {
         .nanoseconds(Int(duration / .nanoseconds(1)))
     }
 
+    /// What became of the records of `ticket`, if the writer is done with them (and then
+    /// forgotten: ask once); nil while they wait for their write or sync.
+    func takeOutcome(of ticket: DurableTicket) -> Result<Void, any Error>? {
+        let outcome: (any Error)?? = state.withLock { $0.durableOutcomes.removeValue(forKey: ticket.sequence) }
+        switch outcome {
+        case .none: return nil
+        case .some(.none): return .success(())
+        case .some(.some(let failure)): return .failure(Self.reported(failure))
+        }
+    }
+
     /// Returns once the records of `ticket` are on disk; throws what kept them off it.
     func waitUntilDurable(_ ticket: DurableTicket) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -438,13 +449,16 @@ final class Journal: Sendable {
     }
 
     private static func resume(_ waiter: CheckedContinuation<Void, any Error>, _ failure: (any Error)?) {
-        if let failure = failure as? SystemError {
-            waiter.resume(throwing: WriteError(underlying: failure))
-        } else if let failure {
-            waiter.resume(throwing: failure)
+        if let failure {
+            waiter.resume(throwing: reported(failure))
         } else {
             waiter.resume()
         }
+    }
+
+    /// A failure as the appender hears of it: a system error says what to do about the journal.
+    private static func reported(_ failure: any Error) -> any Error {
+        (failure as? SystemError).map { WriteError(underlying: $0) } ?? failure
     }
 
     /// Appends bytes; on failure cuts the file back to its last whole record so replay stays clean.

@@ -2,6 +2,13 @@ import Foundation
 import UploadCore
 import UploadWire
 
+/// An upload's end, journaled, waiting for its sync before anyone hears of it.
+struct EndAwaitingSync {
+    var ticket: Journal.DurableTicket
+    var job: Job
+    var deletesCachedFile: Bool
+}
+
 /// Running transfer attempts: start, progress, and the outcome fed back into the state machine.
 extension Scheduler {
     func startAttempt(_ queued: Job) {
@@ -198,17 +205,36 @@ extension Scheduler {
         // theirs (small files end hundreds of times a second). Its slot is free already.
         let ticket = queueDurably([.job(job)], within: running.isEmpty ? .zero : Self.sharedSyncDelay)
         fillSlots()
-        do {
-            // Terminal states are durable before anyone hears of them: `wait` returning 0 means it stays done.
-            // Only once that is on disk may the cached copy go: before the sync, a crash would bring
-            // the job back without its bytes.
-            try await waitUntilDurable(ticket)
-            if effects.contains(.deleteCachedFile) { dependencies.snapshots.discardFiles(of: job) }
-            announce(job)
-        } catch {
-            Log.error("job \(id): cannot journal its new state: \(error)")
+        endsAwaitingSync.append(
+            EndAwaitingSync(ticket: ticket, job: job, deletesCachedFile: effects.contains(.deleteCachedFile)))
+        // One ended attempt sees every end through, in order: the ends that shared a sync are
+        // done in one turn, not each in its own after a hop from the journal's thread.
+        guard !finishingEnds else { return }
+        await finishEndsAwaitingSync()
+    }
+
+    /// Announces each end once its record is on disk, and only then deletes its cached copy (before
+    /// the sync, a crash would bring the job back without its bytes): `wait` returning 0 means it
+    /// stays done.
+    private func finishEndsAwaitingSync() async {
+        finishingEnds = true
+        defer { finishingEnds = false }
+        while endsAwaitingSyncHead < endsAwaitingSync.count {
+            let end = endsAwaitingSync[endsAwaitingSyncHead]
+            endsAwaitingSyncHead += 1
+            if endsAwaitingSyncHead == endsAwaitingSync.count || endsAwaitingSyncHead >= 64 {
+                endsAwaitingSync.removeFirst(endsAwaitingSyncHead)
+                endsAwaitingSyncHead = 0
+            }
+            do {
+                try await waitUntilDurable(end.ticket)
+                if end.deletesCachedFile { dependencies.snapshots.discardFiles(of: end.job) }
+                announce(end.job)
+            } catch {
+                Log.error("job \(end.job.id): cannot journal its new state: \(error)")
+            }
+            jobEnded(end.job)
         }
-        jobEnded(job)
     }
 
     /// The attempt could not even start (unknown remote, unsupported protocol): the same rules apply.

@@ -56,6 +56,12 @@ actor Scheduler {
     /// The connection and power, as NetworkManager and UPower say.
     var conditions = PowerAndNetwork()
     var running: [JobID: RunningAttempt] = [:]
+    /// Uploads that ended, in the journal's order, waiting for the sync of their last record
+    /// before anyone hears of it (`Scheduler+Attempts`); `endsAwaitingSyncHead` is the next.
+    var endsAwaitingSync: [EndAwaitingSync] = []
+    var endsAwaitingSyncHead = 0
+    /// Whether an ended attempt is seeing `endsAwaitingSync` through.
+    var finishingEnds = false
     /// Queued jobs whose preparation has not run, in the order they would start.
     var toPrepare = ReadyQueue()
     /// Preparations under way: they run ahead of uploads and take no transfer slot. `run` tells
@@ -283,7 +289,12 @@ actor Scheduler {
 
     func waitUntilDurable(_ ticket: Journal.DurableTicket) async throws {
         do {
-            try await dependencies.journal.waitUntilDurable(ticket)
+            // Synced already (ends that shared a sync): no suspension, no hop off the actor.
+            if let known = dependencies.journal.takeOutcome(of: ticket) {
+                try known.get()
+            } else {
+                try await dependencies.journal.waitUntilDurable(ticket)
+            }
         } catch {
             catchUpWithJournal()
             throw error

@@ -140,6 +140,31 @@ struct JournalTests {
         #expect(ContinuousClock.now - started < .seconds(20))
     }
 
+    /// An append the writer's next wake-up would take anyway does not wake it (small files' ends
+    /// and starts come by the thousand); one due earlier does, and all are written in one go.
+    /// A ticket synced along with another's is answered without waiting, once.
+    @Test func anAppendWakesTheWriterOnlyWhenItIsDueBeforeTheWriterWakes() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path, plainSyncDelay: .seconds(3600))
+        defer { journal.close() }
+        let header = journal.fileBytes
+        // The writer slept with nothing due: this wakes it, and it is written (sync due in 30 s).
+        let first = journal.queueDurably([.job(Self.job(1, .completed))], within: .seconds(30))
+        #expect(await eventually { journal.fileBytes > header })
+        let written = journal.fileBytes
+        // Due after the writer's wake-up for the first one's sync: left for then.
+        let second = journal.queueDurably([.job(Self.job(2, .completed))], within: .seconds(60))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(journal.fileBytes == written, "not woken for an append due later than its own wake-up")
+        #expect(journal.takeOutcome(of: first) == nil, "not synced yet")
+        // Due now: woken; both waiting appends are written and synced with it.
+        try await journal.appendDurably([.job(Self.job(3))])
+        #expect(try JournalFormat.decode(try directory.read("journal")).records.count == 3)
+        #expect((try? journal.takeOutcome(of: first)?.get()) != nil, "synced along")
+        #expect((try? journal.takeOutcome(of: second)?.get()) != nil)
+        #expect(journal.takeOutcome(of: second) == nil, "an outcome is taken once")
+    }
+
     @Test func tornTailIsCutAndKeptAside() throws {
         let directory = try TemporaryDirectory()
         let records: [JournalRecord] = (1...5).map { .job(Self.job($0)) }

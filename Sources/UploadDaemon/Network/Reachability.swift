@@ -61,11 +61,17 @@ final class Reachability: Sendable {
         return answer
     }
 
-    /// `scheme://authority` of a URL, nil when it has no `://`.
+    /// `scheme://authority` of a URL, nil when its scheme is not followed by `://`.
     static func origin(of url: String) -> Substring? {
-        guard let separator = url.range(of: "://") else { return nil }
-        let rest = url[separator.upperBound...]
-        let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        // On the UTF-8 bytes: Foundation's range(of:) went through CFString for every attempt.
+        let bytes = url.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
+            return nil
+        }
+        let rest = bytes[bytes.index(colon, offsetBy: 3)...]
+        let end =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? rest.endIndex
         return url[..<end]
     }
 

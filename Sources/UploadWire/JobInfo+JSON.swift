@@ -9,50 +9,50 @@ extension JobInfo {
     public var jsonBytes: [UInt8] { jsonBytes(only: nil) }
 
     /// This job as one JSON object of only `fields` (nil: all of them).
-    public func jsonBytes(only fields: Set<String>?) -> [UInt8] {
+    public func jsonBytes(only fields: JobFields?) -> [UInt8] {
         var writer = JSONWriter()
         write(to: &writer, only: fields)
         return writer.bytes
     }
 
     /// `fields`: only these of its keys (as `events.subscribe`'s `job_fields` asks); nil: all.
-    func write(to writer: inout JSONWriter, only fields: Set<String>? = nil) {
-        func wants(_ key: String) -> Bool { fields?.contains(key) ?? true }
+    func write(to writer: inout JSONWriter, only fields: JobFields? = nil) {
+        func wants(_ key: JobFields.Key) -> Bool { fields?.contains(key) ?? true }
         // In the order of their names, as .sortedKeys puts them.
         writer.beginObject()
-        if wants("attempts") {
+        if wants(.attempts) {
             writer.key("attempts")
             writer.integer(attempts)
         }
-        if let batch, wants("batch") {
+        if let batch, wants(.batch) {
             writer.key("batch")
             writer.integer(batch.rawValue)
         }
-        if wants("bytes_acked") {
+        if wants(.bytesAcked) {
             writer.key("bytes_acked")
             writer.integer(bytesAcked)
         }
-        if wants("bytes_sent") {
+        if wants(.bytesSent) {
             writer.key("bytes_sent")
             writer.integer(bytesSent)
         }
-        if wants("bytes_total") {
+        if wants(.bytesTotal) {
             writer.key("bytes_total")
             writer.integer(bytesTotal)
         }
-        if let clientToken, wants("client_token") {
+        if let clientToken, wants(.clientToken) {
             writer.key("client_token")
             writer.string(clientToken)
         }
-        if wants("created_at") {
+        if wants(.createdAt) {
             writer.key("created_at")
             writer.date(createdAt)
         }
-        if wants("destination") {
+        if wants(.destination) {
             writer.key("destination")
             writer.string(destination)
         }
-        if wants("error") {
+        if wants(.error) {
             writer.key("error")
             if let error {
                 writer.beginObject()
@@ -69,11 +69,11 @@ extension JobInfo {
                 writer.null()
             }
         }
-        if wants("eta") {
+        if wants(.eta) {
             writer.key("eta")
             if let eta { writer.double(eta) } else { writer.null() }
         }
-        if let history, wants("history") {
+        if let history, wants(.history) {
             writer.key("history")
             writer.beginArray()
             for event in history {
@@ -87,23 +87,23 @@ extension JobInfo {
             }
             writer.endArray()
         }
-        if wants("id") {
+        if wants(.id) {
             writer.key("id")
             writer.integer(id.rawValue)
         }
-        if let image, wants("image") {
+        if let image, wants(.image) {
             writer.key("image")
             writer.string(image)
         }
-        if let metadata, wants("metadata") {
+        if let metadata, wants(.metadata) {
             writer.key("metadata")
             writer.stringDictionary(metadata)
         }
-        if let nextAttemptAt, wants("next_attempt_at") {
+        if let nextAttemptAt, wants(.nextAttemptAt) {
             writer.key("next_attempt_at")
             writer.date(nextAttemptAt)
         }
-        if let prepared, wants("prepared") {
+        if let prepared, wants(.prepared) {
             writer.key("prepared")
             writer.beginObject()
             if let contentType = prepared.contentType {
@@ -124,15 +124,15 @@ extension JobInfo {
             writer.integer(prepared.size)
             writer.endObject()
         }
-        if wants("priority") {
+        if wants(.priority) {
             writer.key("priority")
             writer.integer(priority)
         }
-        if wants("protocol") {
+        if wants(.`protocol`) {
             writer.key("protocol")
             writer.string(self.protocol.rawValue)
         }
-        if wants("result") {
+        if wants(.result) {
             writer.key("result")
             if let result {
                 writer.beginObject()
@@ -153,35 +153,35 @@ extension JobInfo {
                 writer.null()
             }
         }
-        if wants("revision") {
+        if wants(.revision) {
             writer.key("revision")
             writer.integer(revision)
         }
-        if let snapshot, wants("snapshot") {
+        if let snapshot, wants(.snapshot) {
             writer.key("snapshot")
             writer.string(snapshot)
         }
-        if wants("source") {
+        if wants(.source) {
             writer.key("source")
             writer.string(source)
         }
-        if wants("speed") {
+        if wants(.speed) {
             writer.key("speed")
             writer.double(speed)
         }
-        if wants("state") {
+        if wants(.state) {
             writer.key("state")
             writer.string(state.rawValue)
         }
-        if wants("updated_at") {
+        if wants(.updatedAt) {
             writer.key("updated_at")
             writer.date(updatedAt)
         }
-        if let user, wants("user") {
+        if let user, wants(.user) {
             writer.key("user")
             writer.string(user)
         }
-        if wants("waiting") {
+        if wants(.waiting) {
             writer.key("waiting")
             if let waiting { writer.string(waiting) } else { writer.null() }
         }
@@ -194,7 +194,7 @@ extension JobList {
     public var jsonBytes: [UInt8] { jsonBytes(only: nil) }
 
     /// The same with only `fields` of each job (nil: all of them).
-    public func jsonBytes(only fields: Set<String>?) -> [UInt8] {
+    public func jsonBytes(only fields: JobFields?) -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
         if let errors {
@@ -370,4 +370,36 @@ struct JSONWriter {
         digits(milliseconds, 3)
         bytes.append(contentsOf: [UInt8(ascii: "Z"), UInt8(ascii: "\"")])
     }
+}
+
+/// Which keys of a job object to write (`job_fields`), a bit each: asked once per subscription
+/// or add, then tested for every key of every job (a set of strings hashed each key).
+public struct JobFields: Sendable, Hashable {
+    /// A job object's keys, in the order of their names (`names`).
+    public enum Key: Int, CaseIterable, Sendable {
+        case attempts, batch, bytesAcked, bytesSent, bytesTotal, clientToken, createdAt, destination, error, eta
+        case history, id, image, metadata, nextAttemptAt, prepared, priority, `protocol`, result, revision
+        case snapshot, source, speed, state, updatedAt, user, waiting
+    }
+
+    /// Each key"s name, at its `Key`"s raw value.
+    public static let names = [
+        "attempts", "batch", "bytes_acked", "bytes_sent", "bytes_total", "client_token", "created_at", "destination",
+        "error", "eta", "history", "id", "image", "metadata", "next_attempt_at", "prepared", "priority", "protocol",
+        "result", "revision", "snapshot", "source", "speed", "state", "updated_at", "user", "waiting",
+    ]
+
+    private let bits: UInt32
+
+    /// Nil when a name is not a key of a job object.
+    public init?(names: some Sequence<String>) {
+        var bits: UInt32 = 0
+        for name in names {
+            guard let index = Self.names.firstIndex(of: name) else { return nil }
+            bits |= 1 << UInt32(index)
+        }
+        self.bits = bits
+    }
+
+    public func contains(_ key: Key) -> Bool { bits & (1 << UInt32(key.rawValue)) != 0 }
 }

@@ -70,12 +70,22 @@ import Testing
         var random = SeededRandom(seed: 11)
         let names = JobInfo.fieldNames.sorted()
         #expect(names.count == 27 && names.contains("updated_at") && names.contains("client_token"))
+        #expect(JobFields.names == names)
+        // Each key's bit is its name's: `bytesAcked` is "bytes_acked".
+        let snakeCased = JobFields.Key.allCases.map { key in
+            String(describing: key).reduce(into: "") { name, character in
+                name += character.isUppercase ? "_" + character.lowercased() : String(character)
+            }
+        }
+        #expect(snakeCased == names)
+        #expect(JobFields(names: ["error", "nope"]) == nil)
         for round in 0..<500 {
             let job = Self.randomJob(&random)
             let fields = round == 0 ? Set(JobStatus.fields) : Set(names.filter { _ in random.next() % 3 == 0 })
+            let only = try #require(JobFields(names: fields))
             let whole = try #require(try JSONSerialization.jsonObject(with: Data(job.jsonBytes)) as? NSDictionary)
             let narrowed = try #require(
-                try JSONSerialization.jsonObject(with: Data(job.jsonBytes(only: fields))) as? NSDictionary)
+                try JSONSerialization.jsonObject(with: Data(job.jsonBytes(only: only))) as? NSDictionary)
             let expected = NSDictionary(
                 dictionary: Dictionary(
                     uniqueKeysWithValues: whole.compactMap { key, value in
@@ -85,11 +95,11 @@ import Testing
             // As the client reads it (dates to the millisecond).
             let read = JobStatus(try JSONCoding.decoder.decode(JobInfo.self, from: Data(job.jsonBytes)))
             if fields.isSuperset(of: JobStatus.fields) {
-                #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes(only: fields))) == read)
+                #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes(only: only))) == read)
             }
             #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes)) == read)
         }
-        let list = JobList(jobs: [Self.randomJob(&random)]).jsonBytes(only: ["id", "state"])
+        let list = JobList(jobs: [Self.randomJob(&random)]).jsonBytes(only: JobFields(names: ["id", "state"]))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(list)) as? [String: [[String: Any]]])
         #expect(object["jobs"]?.first?.keys.sorted() == ["id", "state"])
     }

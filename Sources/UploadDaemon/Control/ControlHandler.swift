@@ -87,9 +87,9 @@ struct ControlHandler: Sendable {
 
     /// The requests of a batch that are well-formed `job.add` calls with an id, and their params.
     private static func adds(in items: [JSONValue]) -> [(
-        index: Int, id: JSONValue, params: AddParams, fields: Set<String>?
+        index: Int, id: JSONValue, params: AddParams, fields: JobFields?
     )] {
-        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: Set<String>?)] = []
+        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)] = []
         for (index, item) in items.enumerated() {
             guard case .object(let object) = item, object["jsonrpc"] == .string("2.0"),
                 object["method"] == .string(ControlMethod.add.rawValue), let id = object["id"]
@@ -99,7 +99,7 @@ struct ControlHandler: Sendable {
             default: continue
             }
             guard let params = try? AddParams.decode(from: object["params"]) else { continue }
-            let fields: Set<String>?
+            let fields: JobFields?
             do { fields = try jobFields(params.jobFields) } catch { continue }
             adds.append((index, id, params, fields))
         }
@@ -249,15 +249,16 @@ struct ControlHandler: Sendable {
 
     private static let emptyObject = Array("{}".utf8)
 
-    /// `job_fields` as a set, `id` and `state` always in it; a name no job has is refused.
-    static func jobFields(_ names: [String]?) throws(RPCError) -> Set<String>? {
+    /// `job_fields`, `id` and `state` always in them; a name no job has is refused.
+    static func jobFields(_ names: [String]?) throws(RPCError) -> JobFields? {
         guard let names else { return nil }
-        if let unknown = names.first(where: { !JobInfo.fieldNames.contains($0) }) {
+        guard let fields = JobFields(names: names + ["id", "state"]) else {
+            let unknown = names.first { !JobFields.names.contains($0) } ?? ""
             throw RPCError.invalidParams(
-                "job_fields: a job has no field '\(unknown)'; its fields are \(JobInfo.fieldNames.sorted().joined(separator: ", "))"
+                "job_fields: a job has no field '\(unknown)'; its fields are \(JobFields.names.joined(separator: ", "))"
             )
         }
-        return Set(names).union(["id", "state"])
+        return fields
     }
     private static let newline = [UInt8(ascii: "\n")]
 

@@ -18,7 +18,7 @@ final class EventHub: Sendable {
         /// `job.state` only for jobs that are now in one of these states; nil: any.
         var states: Set<JobState>? = nil
         /// Only these keys of a job in `job.state`; nil: all.
-        var jobFields: Set<String>? = nil
+        var jobFields: JobFields? = nil
         var deliver: @Sendable ([UInt8]) -> Void
 
         func wants(_ event: ControlEvent, id: JobID, batch jobBatch: JobID?, state: JobState? = nil) -> Bool {
@@ -48,7 +48,7 @@ final class EventHub: Sendable {
         }
         guard !targets.isEmpty else { return }
         let job = info()
-        var lines: [Set<String>?: [UInt8]] = [:]
+        var lines: [JobFields?: [UInt8]] = [:]
         for target in targets {
             if lines[target.jobFields] == nil {
                 lines[target.jobFields] = Self.line(.state, job.jsonBytes(only: target.jobFields))

@@ -210,6 +210,34 @@ struct SchedulerCommandTests {
         await harness.stop()
     }
 
+    /// Subscribers that asked for different `job_fields` each get their own keys of the same change.
+    @Test func eachSubscriberGetsTheJobFieldsItAskedFor() async throws {
+        let harness = try await SchedulerHarness()
+        let keys = Mutex<[String: Set<[String]>]>([:])
+        func subscriber(_ name: String, _ fields: JobFields?) -> EventHub.Subscriber {
+            EventHub.Subscriber(ids: nil, batch: nil, kinds: [.state], jobFields: fields) { line in
+                guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
+                    let object = note.params.objectValue
+                else { return }
+                keys.withLock { _ = $0[name, default: []].insert(object.keys.sorted()) }
+            }
+        }
+        let narrow = try #require(JobFields(names: ["id", "state", "error"]))
+        let bytes = try #require(JobFields(names: ["id", "state", "bytes_total"]))
+        let owners = [NSObject(), NSObject(), NSObject()]
+        harness.events.subscribe(ObjectIdentifier(owners[0]), subscriber("narrow", narrow))
+        harness.events.subscribe(ObjectIdentifier(owners[1]), subscriber("bytes", bytes))
+        harness.events.subscribe(ObjectIdentifier(owners[2]), subscriber("whole", nil))
+        let id = try await harness.add("f.bin")
+        #expect(await harness.wait(id, .completed))
+        #expect(await eventually { keys.withLock { $0.count } == 3 })
+        let seen = keys.withLock { $0 }
+        #expect(seen["narrow"] == [["error", "id", "state"]])
+        #expect(seen["bytes"] == [["bytes_total", "id", "state"]])
+        #expect(seen["whole"]?.allSatisfy { $0.contains("source") && $0.contains("destination") } == true)
+        await harness.stop()
+    }
+
     @Test func jobsComeBackAfterARestart() async throws {
         let fake = FakeTransfer()
         fake.script("paused", [.hold])

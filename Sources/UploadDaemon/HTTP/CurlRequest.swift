@@ -71,14 +71,16 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate ?? 0))
     }
 
-    /// 2 MiB, or a quarter second's worth under a rate limit (at least libcurl's 16 KiB).
+    /// 2 MiB, or a quarter second's worth under a rate limit, or the body's size when it is
+    /// smaller (at least libcurl's 16 KiB).
     ///
     /// libcurl limits the rate by sending a whole buffer and then pausing: at 512 KiB/s a 2 MiB
     /// buffer went out at once and then nothing moved for four seconds, which the stall detector
-    /// took for a dead connection, and progress jumped in 2 MiB steps.
-    static func uploadBufferSize(rateLimit: Int64?) -> Int {
-        guard let rateLimit else { return 2 << 20 }
-        return Int(min(2 << 20, max(16 << 10, rateLimit / 4)))
+    /// took for a dead connection, and progress jumped in 2 MiB steps. A small file's request
+    /// allocated 2 MiB of its own, mapped and unmapped for each file.
+    static func uploadBufferSize(rateLimit: Int64?, bodyLength: Int64) -> Int {
+        let wanted = rateLimit.map { min(2 << 20, $0 / 4) } ?? 2 << 20
+        return Int(max(16 << 10, min(wanted, bodyLength)))
     }
 
     /// Unpauses the request when a body paused for bytes not yet copied can go on (on the HTTP
@@ -235,7 +237,8 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
         _ = CCurl_easy_setopt_long(
             handle, CURLOPT_UPLOAD_BUFFERSIZE,
-            Self.uploadBufferSize(rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min()))
+            Self.uploadBufferSize(
+                rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length))
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
         _ = CCurl_easy_setopt_write_function(handle, curlWrite)

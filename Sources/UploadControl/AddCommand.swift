@@ -255,17 +255,16 @@ struct AddCommand: ControlCommand {
         let bars = LiveBars.forPeople(context)
         let jobs = JobWaiter.Selection.ids(added)
         let waited: ExitCode
-        if bars != nil || context.json {
+        if let bars {
             let tracker = try JobWaiter.follow(
-                jobs, as: JobInfo.self, on: connection, until: nil, progress: bars != nil,
-                onStart: { $0.latestJobs.forEach { bars?.know($0) } },
-                onNotification: { notification, _ in bars?.follow(notification) })
-            bars?.finish()
+                jobs, as: JobInfo.self, on: connection, until: nil, progress: true,
+                onStart: { $0.latestJobs.forEach { bars.know($0) } },
+                onNotification: { notification, _ in bars.follow(notification) })
+            bars.finish()
             waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
         } else {
-            // Only what the report needs of each job (`JobStatus`), as `uploadctl wait`.
-            let tracker = try JobWaiter.follow(jobs, as: JobStatus.self, on: connection, until: nil)
-            waited = try JobWaiter.report(tracker, timeout: nil, context: context, addErrors: failures)
+            waited = try JobWaiter.waitAndReport(
+                jobs, on: connection, until: nil, timeout: nil, context: context, addErrors: failures)
         }
         return failures.isEmpty ? waited : refused
     }

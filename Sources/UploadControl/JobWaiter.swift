@@ -190,6 +190,20 @@ enum JobWaiter {
         return tracker
     }
 
+    /// Follows the jobs without bars, then reports: whole jobs for `--json`, else only what the
+    /// report needs of each (`JobStatus`: a small file's job is a sixth of its bytes).
+    static func waitAndReport(
+        _ selection: Selection, on connection: DaemonConnection, until deadline: ContinuousClock.Instant?,
+        timeout: Double?, context: CommandContext, addErrors: [JobFailure]? = nil
+    ) throws -> ExitCode {
+        if context.json {
+            let tracker = try follow(selection, as: JobInfo.self, on: connection, until: deadline)
+            return try report(tracker, timeout: timeout, context: context, addErrors: addErrors)
+        }
+        let tracker = try follow(selection, as: JobStatus.self, on: connection, until: deadline)
+        return try report(tracker, timeout: timeout, context: context, addErrors: addErrors)
+    }
+
     /// Without bars, a waiter hears only of ends, and of `queued` (a job retried after it ended
     /// goes on): a small file's "running" costs the daemon and this client an event each.
     static let waitedStates: [JobState] = JobState.allCases.filter(\.isTerminal) + [.queued]

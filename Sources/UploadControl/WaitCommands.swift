@@ -33,14 +33,9 @@ struct WaitCommand: ControlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let deadline = JobWaiter.deadline(after: timeout)
-        let selection: JobWaiter.Selection = batch.map { .batch($0) } ?? .ids(ids)
-        guard !context.json else {
-            let tracker = try JobWaiter.follow(selection, as: JobInfo.self, on: context.connect(), until: deadline)
-            return try JobWaiter.report(tracker, timeout: timeout, context: context)
-        }
-        // Only what the report needs of each job: a small file's job is a sixth of its bytes.
-        let tracker = try JobWaiter.follow(selection, as: JobStatus.self, on: context.connect(), until: deadline)
-        return try JobWaiter.report(tracker, timeout: timeout, context: context)
+        return try JobWaiter.waitAndReport(
+            batch.map { .batch($0) } ?? .ids(ids), on: context.connect(), until: deadline, timeout: timeout,
+            context: context)
     }
 }
 

@@ -41,42 +41,39 @@ final class EventHub: Sendable {
 
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
     /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
-    /// Encoded once for each set of `jobFields` its subscribers asked for.
     func publishState(id: JobID, batch: JobID?, state: JobState, _ info: () -> JobInfo) {
-        let targets = subscribers.withLock {
-            $0.values.filter { $0.wants(.state, id: id, batch: batch, state: state) }
-        }
-        guard !targets.isEmpty else { return }
-        let job = info()
-        var lines: [JobFields?: [UInt8]] = [:]
-        for target in targets {
-            if lines[target.jobFields] == nil {
-                lines[target.jobFields] = Self.line(.state, job.jsonBytes(only: target.jobFields))
-            }
-            if let line = lines[target.jobFields], !line.isEmpty { target.deliver(line) }
+        var job: JobInfo?
+        publish(ControlEvent.state, id: id, batch: batch, state: state) { fields in
+            if job == nil { job = info() }
+            return job?.jsonBytes(only: fields)
         }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
     func publishRemoved(_ id: JobID, batch: JobID?) {
-        publish(ControlEvent.removed, id: id, batch: batch) { Self.encode(JobSelection(id: id)) }
+        publish(ControlEvent.removed, id: id, batch: batch) { _ in Self.encode(JobSelection(id: id)) }
     }
 
     func publishProgress(_ progress: JobProgressEvent, batch: JobID?) {
-        publish(ControlEvent.progress, id: progress.id, batch: batch) { Self.encode(progress) }
+        publish(ControlEvent.progress, id: progress.id, batch: batch) { _ in Self.encode(progress) }
     }
 
     private static func encode<T: Encodable>(_ params: T) -> [UInt8]? {
         (try? JSONCoding.encoder.encode(params)).map { [UInt8]($0) }
     }
 
-    /// Encodes the params only when some subscriber wants the event (none, most of the time).
-    private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
-        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
-        guard !targets.isEmpty else { return }
-        let line = Self.line(event, params())
-        guard !line.isEmpty else { return }
-        for target in targets { target.deliver(line) }
+    /// Encodes the params only when some subscriber wants the event (none, most of the time), once
+    /// for each set of `jobFields` asked for (which only a `job.state`'s params heed).
+    private func publish(
+        _ event: ControlEvent, id: JobID, batch: JobID?, state: JobState? = nil, params: (JobFields?) -> [UInt8]?
+    ) {
+        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch, state: state) } }
+        var lines: [JobFields?: [UInt8]] = [:]
+        for target in targets {
+            let fields = event == .state ? target.jobFields : nil
+            if lines[fields] == nil { lines[fields] = Self.line(event, params(fields)) }
+            if let line = lines[fields], !line.isEmpty { target.deliver(line) }
+        }
     }
 
     /// The notification's line, newline included; empty when the params did not encode.

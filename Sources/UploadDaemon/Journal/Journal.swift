@@ -291,6 +291,8 @@ final class Journal: Sendable {
 
     /// Returns once the records of `ticket` are on disk; throws what kept them off it.
     func waitUntilDurable(_ ticket: DurableTicket) async throws {
+        // Synced already (appends that shared a sync): no suspension, no hop off the caller's actor.
+        if let known = takeOutcome(of: ticket) { return try known.get() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let outcome: (any Error)?? = state.withLock { state in
                 if let outcome = state.durableOutcomes.removeValue(forKey: ticket.sequence) { return .some(outcome) }

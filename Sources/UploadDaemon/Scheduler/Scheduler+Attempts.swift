@@ -219,13 +219,8 @@ extension Scheduler {
     private func finishEndsAwaitingSync() async {
         finishingEnds = true
         defer { finishingEnds = false }
-        while endsAwaitingSyncHead < endsAwaitingSync.count {
-            let end = endsAwaitingSync[endsAwaitingSyncHead]
-            endsAwaitingSyncHead += 1
-            if endsAwaitingSyncHead == endsAwaitingSync.count || endsAwaitingSyncHead >= 64 {
-                endsAwaitingSync.removeFirst(endsAwaitingSyncHead)
-                endsAwaitingSyncHead = 0
-            }
+        while !endsAwaitingSync.isEmpty {
+            let end = endsAwaitingSync.removeFirst()
             do {
                 try await waitUntilDurable(end.ticket)
                 if end.deletesCachedFile { dependencies.snapshots.discardFiles(of: end.job) }

@@ -57,9 +57,8 @@ actor Scheduler {
     var conditions = PowerAndNetwork()
     var running: [JobID: RunningAttempt] = [:]
     /// Uploads that ended, in the journal's order, waiting for the sync of their last record
-    /// before anyone hears of it (`Scheduler+Attempts`); `endsAwaitingSyncHead` is the next.
+    /// before anyone hears of it (`Scheduler+Attempts`): a few, one per upload running.
     var endsAwaitingSync: [EndAwaitingSync] = []
-    var endsAwaitingSyncHead = 0
     /// Whether an ended attempt is seeing `endsAwaitingSync` through.
     var finishingEnds = false
     /// Queued jobs whose preparation has not run, in the order they would start.
@@ -289,12 +288,7 @@ actor Scheduler {
 
     func waitUntilDurable(_ ticket: Journal.DurableTicket) async throws {
         do {
-            // Synced already (ends that shared a sync): no suspension, no hop off the actor.
-            if let known = dependencies.journal.takeOutcome(of: ticket) {
-                try known.get()
-            } else {
-                try await dependencies.journal.waitUntilDurable(ticket)
-            }
+            try await dependencies.journal.waitUntilDurable(ticket)
         } catch {
             catchUpWithJournal()
             throw error

@@ -53,6 +53,9 @@ final class ControlConnection {
     private var readEnded = false
     private var closeAfterFlush = false
     private var eventsStopped = false
+    /// While items handed over together are queued: `flush` writes only once this much is waiting.
+    private var flushWaitsFor = 0
+    private static let flushBatchBytes = 64 << 10
     private(set) var isClosed = false
     private let onRequest: (ControlConnection, [UInt8]) -> Void
     private let onClose: (ControlConnection) -> Void
@@ -70,6 +73,20 @@ final class ControlConnection {
         readSource.setEventHandler { [unowned self] in readAvailable() }
         closer.watch(readSource)
         readSource.activate()
+    }
+
+    /// Events and finished requests handed over together (`ConnectionOutbox`), in order, sent with
+    /// as few writes as they fit.
+    func receive(_ items: [ConnectionOutbox.Item]) {
+        flushWaitsFor = Self.flushBatchBytes
+        for item in items {
+            switch item {
+            case .event(let bytes): sendEvent(bytes)
+            case .finished(let answer): requestFinished(answer: answer)
+            }
+        }
+        flushWaitsFor = 0
+        if !isClosed { flush() }
     }
 
     /// A request finished: its answer (if any) goes out, and reading resumes if it was held back.
@@ -220,6 +237,7 @@ final class ControlConnection {
     }
 
     private func flush() {
+        guard output.count - outputOffset >= flushWaitsFor else { return }
         while outputOffset < output.count {
             let written = output.withUnsafeBytes {
                 Glibc.send(fd, $0.baseAddress! + outputOffset, $0.count - outputOffset, Int32(MSG_NOSIGNAL))

@@ -14,6 +14,8 @@ final class ControlServer: @unchecked Sendable {
     private let handler: ControlHandler
     private var acceptSource: DispatchSourceRead?
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
+    /// Each connection's events and answers on their way to `queue`.
+    private var outboxes: [ObjectIdentifier: ConnectionOutbox] = [:]
     private var acceptPaused = false
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
@@ -74,9 +76,11 @@ final class ControlServer: @unchecked Sendable {
                 onRequest: { [unowned self] connection, line in dispatch(line, from: connection) },
                 onClose: { [unowned self] connection in
                     connections[ObjectIdentifier(connection)] = nil
+                    outboxes[ObjectIdentifier(connection)] = nil
                     handler.connectionClosed(ObjectIdentifier(connection))
                 })
             connections[ObjectIdentifier(connection)] = connection
+            outboxes[ObjectIdentifier(connection)] = ConnectionOutbox()
         }
     }
 
@@ -100,14 +104,20 @@ final class ControlServer: @unchecked Sendable {
 
     private func dispatch(_ line: [UInt8], from connection: ControlConnection) {
         let key = ObjectIdentifier(connection)
+        guard let outbox = outboxes[key] else { return }
         let queue = queue
-        let deliver: @Sendable ([UInt8]) -> Void = { [weak self] bytes in
-            queue.async { [weak self] in self?.connections[key]?.sendEvent(bytes) }
+        let post: @Sendable (ConnectionOutbox.Item) -> Void = { [weak self] item in
+            guard outbox.post(item) else { return }
+            queue.async { [weak self] in
+                let items = outbox.take()
+                self?.connections[key]?.receive(items)
+            }
         }
         let handler = handler
         Task {
-            let answer = await handler.handle(line: line, client: ControlHandler.Client(key: key, deliver: deliver))
-            queue.async { [weak self] in self?.connections[key]?.requestFinished(answer: answer) }
+            let client = ControlHandler.Client(key: key, deliver: { post(.event($0)) })
+            let answer = await handler.handle(line: line, client: client)
+            post(.finished(answer: answer))
         }
     }
 }

@@ -1,0 +1,51 @@
+import Dispatch
+import Glibc
+import Testing
+
+@testable import UploadDaemon
+
+/// Events and answers for one control connection cross to its queue together and leave in one write.
+@Suite("ConnectionOutbox")
+struct ConnectionOutboxTests {
+    @Test func onlyThePostThatFindsItIdleSchedulesATake() {
+        let outbox = ConnectionOutbox()
+        #expect(outbox.post(.event(Array("a\n".utf8))))
+        #expect(!outbox.post(.finished(answer: nil)))
+        #expect(!outbox.post(.event(Array("b\n".utf8))))
+        let taken = outbox.take()
+        #expect(taken.count == 3)
+        guard case .event(let first) = taken[0], case .finished(nil) = taken[1], case .event(let last) = taken[2] else {
+            Issue.record("items out of order: \(taken)")
+            return
+        }
+        #expect(first == Array("a\n".utf8) && last == Array("b\n".utf8))
+        #expect(outbox.take().isEmpty)
+        #expect(outbox.post(.event([])))
+    }
+
+    @Test func itemsTakenTogetherLeaveInOneWrite() throws {
+        var fds: [Int32] = [0, 0]
+        // A packet socket keeps each write's bytes apart: one recv returns what one send sent.
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        let queue = DispatchQueue(label: "test.connection")
+        let lines = (0..<50).map {
+            Array("{\"jsonrpc\":\"2.0\",\"method\":\"job.state\",\"params\":{\"n\":\($0)}}\n".utf8)
+        }
+        let closed = DispatchSemaphore(value: 0)
+        let connection = queue.sync {
+            ControlConnection(fd: fds[0], queue: queue, onRequest: { _, _ in }, onClose: { _ in closed.signal() })
+        }
+        queue.sync { connection.receive(lines.map { .event($0) }) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        let count = buffer.withUnsafeMutableBytes { recv(fds[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        // All fifty in the first packet read, not the first line alone.
+        #expect(count == lines.joined().count)
+        #expect(
+            String(decoding: buffer[0..<max(count, 0)], as: UTF8.self)
+                == String(decoding: lines.joined(), as: UTF8.self))
+        queue.sync { connection.shutDown() }
+        closed.wait()
+    }
+}

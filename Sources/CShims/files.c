@@ -12,6 +12,7 @@ int CShims_start_writeback(int fd) {
 }
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,14 +21,56 @@ static char *crash_marker_path;
 static struct sigaction crash_previous[65];
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
 
+/* The jobs whose attempts run now (0: a free slot), for the crash marker: a job whose "running"
+   record has not reached the journal yet is still known to have been running when the daemon died. */
+#define RUNNING_JOB_SLOTS 128
+static _Atomic uint64_t running_jobs[RUNNING_JOB_SLOTS];
+
+int CShims_running_job_add(uint64_t id) {
+    if (id == 0) return -1;
+    for (int slot = 0; slot < RUNNING_JOB_SLOTS; slot++) {
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong(&running_jobs[slot], &expected, id)) return slot;
+    }
+    return -1;
+}
+
+void CShims_running_job_remove(int slot) {
+    if (slot >= 0 && slot < RUNNING_JOB_SLOTS) atomic_store(&running_jobs[slot], 0);
+}
+
+/* Async-signal-safe: write only. The signal's number on the first line, then each running job's ID
+   on a line of its own. */
+void CShims_write_crash_marker(int fd, int signal_number) {
+    char line[24];
+    int length = 0;
+    line[length++] = (char)('0' + signal_number / 10);
+    line[length++] = (char)('0' + signal_number % 10);
+    line[length++] = '\n';
+    ssize_t ignored = write(fd, line, (size_t)length);
+    for (int slot = 0; slot < RUNNING_JOB_SLOTS; slot++) {
+        uint64_t id = atomic_load(&running_jobs[slot]);
+        if (id == 0) continue;
+        char digits[21];
+        int count = 0;
+        while (id > 0) {
+            digits[count++] = (char)('0' + id % 10);
+            id /= 10;
+        }
+        length = 0;
+        while (count > 0) line[length++] = digits[--count];
+        line[length++] = '\n';
+        ignored = write(fd, line, (size_t)length);
+    }
+    (void)ignored;
+}
+
 /* Async-signal-safe: open, write, fsync, close, sigaction only. */
 static void crash_marker_handler(int signal_number, siginfo_t *info, void *context) {
     (void)context;
     int fd = open(crash_marker_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
-        char text[4] = {(char)('0' + signal_number / 10), (char)('0' + signal_number % 10), '\n', 0};
-        ssize_t ignored = write(fd, text, 3);
-        (void)ignored;
+        CShims_write_crash_marker(fd, signal_number);
         fsync(fd);
         close(fd);
     }

@@ -114,10 +114,11 @@ final class Daemon: Sendable {
         try FileOps.preparePrivateDirectory(options.cacheDirectory, what: "the cache directory", option: "--cache-dir")
         let lock = try StateLock.acquire(directory: options.stateDirectory)
         let crashMarker = CrashMarker(stateDirectory: options.stateDirectory)
-        let crashSignal = crashMarker.previousCrash()
-        if let crashSignal {
+        let previousCrash = crashMarker.previousCrash()
+        if let previousCrash {
             Log.warning(
-                "uploadd crashed last time (signal \(crashSignal)); the jobs it was uploading run one at a time now")
+                "uploadd crashed last time (signal \(previousCrash.signal)); the jobs it was uploading run one at a time now"
+            )
         }
         try crashMarker.install()
         let config = try DaemonConfig.load(path: options.configPath)
@@ -162,7 +163,8 @@ final class Daemon: Sendable {
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
                 applyBandwidthLimit: { http.setBandwidthLimit($0) },
-                notifier: DesktopNotifier(environment: environment)), crashed: crashSignal != nil)
+                notifier: DesktopNotifier(environment: environment)), crashed: previousCrash != nil,
+            crashSuspects: previousCrash?.runningJobs ?? [])
         let networkMonitor = NetworkMonitor {
             reachability.networkChanged()
             Task { await scheduler.networkChanged() }

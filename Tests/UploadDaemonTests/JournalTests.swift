@@ -165,6 +165,32 @@ struct JournalTests {
         #expect(journal.takeOutcome(of: second) == nil, "an outcome is taken once")
     }
 
+    /// A plain append that may wait (an attempt's start) does not wake a sleeping writer: it goes
+    /// out with the next write, or by itself when its delay is up.
+    @Test func aPlainAppendThatMayWaitGoesWithTheNextWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path, plainSyncDelay: .seconds(3600))
+        defer { journal.close() }
+        let header = journal.fileBytes
+        journal.append([.job(Self.job(1, .running))], writeWithin: .seconds(60))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(journal.fileBytes == header, "the writer slept on")
+        // An append due now takes it along, in order.
+        journal.append([.job(Self.job(2, .running))])
+        #expect(await eventually { journal.fileBytes > header })
+        let records = try JournalFormat.decode(try directory.read("journal")).records
+        let ids = records.map { (record) -> UInt64 in
+            guard case .job(let job) = record else { return 0 }
+            return job.id.rawValue
+        }
+        #expect(ids == [1, 2])
+        // By itself, when its delay is up.
+        let written = journal.fileBytes
+        journal.append([.job(Self.job(3, .running))], writeWithin: .milliseconds(200))
+        #expect(journal.fileBytes == written)
+        #expect(await eventually { journal.fileBytes > written })
+    }
+
     @Test func tornTailIsCutAndKeptAside() throws {
         let directory = try TemporaryDirectory()
         let records: [JournalRecord] = (1...5).map { .job(Self.job($0)) }

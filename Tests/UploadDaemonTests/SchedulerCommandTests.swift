@@ -313,6 +313,40 @@ struct SchedulerCommandTests {
         await afterTwoCrashes.stop()
     }
 
+    /// The daemon died before an attempt's "running" record reached the journal (it may wait for
+    /// the next write): the crash marker's list makes the job a suspect all the same.
+    @Test func aJobTheMarkerListsIsASuspectThoughTheJournalSaysQueued() async throws {
+        // Offline: each attempt ends at once, and the journal says queued.
+        let first = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), reachability: { _, _ in .unreachable("offline") })
+        let remote = "http://127.0.0.1:9/up/"
+        let bad = try await first.add("bad", destination: remote, protocol: .put)
+        let good = try await first.add("good", destination: remote, protocol: .put)
+        #expect(await eventually { await first.job(bad)?.waiting == "network" })
+        #expect(await eventually { await first.job(good)?.waiting == "network" })
+        first.journal.close()
+
+        let second = FakeTransfer()
+        second.script("bad", [.hold])
+        let afterOneCrash = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), fake: second, reusing: first.directory, crashed: true,
+            crashSuspects: [bad, JobID(999)])
+        #expect(await afterOneCrash.scheduler.store.jobs[bad]?.crashes == 1)
+        #expect(await afterOneCrash.scheduler.store.jobs[good]?.crashes == 0)
+        #expect(await afterOneCrash.waitForStarts(1))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(second.snapshot.started == ["bad"], "the suspect runs alone")
+        afterOneCrash.journal.close()
+
+        let afterTwoCrashes = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 4), fake: FakeTransfer(), reusing: first.directory,
+            crashed: true, crashSuspects: [bad])
+        #expect(await afterTwoCrashes.wait(bad, .failed))
+        #expect(await afterTwoCrashes.job(bad)?.error?.code == "crash")
+        #expect(await afterTwoCrashes.wait(good, .completed))
+        await afterTwoCrashes.stop()
+    }
+
     /// Killed (SIGKILL, a power cut) rather than crashed: the running jobs resume as before, all at
     /// once, and no crash is counted against them.
     @Test func aKillIsNotCountedAgainstTheRunningJobs() async throws {

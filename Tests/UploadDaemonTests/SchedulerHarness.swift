@@ -23,7 +23,7 @@ final class SchedulerHarness: Sendable {
 
     init(
         config: DaemonConfig = DaemonConfig(), fake: FakeTransfer = FakeTransfer(), reusing: TemporaryDirectory? = nil,
-        start: Bool = true, crashed: Bool = false,
+        start: Bool = true, crashed: Bool = false, crashSuspects: [JobID] = [],
         reachability: @escaping @Sendable (String, Bool) async -> Reachability.Answer = { _, _ in .reachable },
         clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:], smallFilesRunWider: Bool = false
     ) async throws {
@@ -44,7 +44,7 @@ final class SchedulerHarness: Sendable {
                 journal: journal, http: Self.http, snapshots: snapshots, events: events, environment: [:],
                 reachability: reachability, makeTransfer: { _, _ in fake }, now: now,
                 preparationSteps: preparationSteps),
-            crashed: crashed)
+            crashed: crashed, crashSuspects: crashSuspects)
         if start { await scheduler.start() }
     }
 

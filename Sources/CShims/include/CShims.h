@@ -38,10 +38,21 @@ int CShims_unsent_bytes(int fd);
 int CShims_open_path_flag(void);
 
 /// On a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS: a crash, a Swift
-/// trap, or systemd's watchdog abort), writes the signal's number to `path`, then lets the
-/// previous handler act. SIGKILL and power loss leave no marker: they are not the job's doing.
-/// Returns 0 or -1 with errno set.
+/// trap, or systemd's watchdog abort), writes the marker (`CShims_write_crash_marker`) to `path`,
+/// then lets the previous handler act. SIGKILL and power loss leave no marker: they are not the
+/// job's doing. Returns 0 or -1 with errno set.
 int CShims_install_crash_marker(const char *path);
+
+/// Writes a crash marker's text to `fd`, async-signal-safely: `signal_number` on the first line,
+/// then the ID of each job in the running set, one per line.
+void CShims_write_crash_marker(int fd, int signal_number);
+
+/// Puts job `id` (not 0) in the running set the crash marker lists; returns its slot, or -1 when
+/// all 128 are taken. Thread-safe and lock-free.
+int CShims_running_job_add(uint64_t id);
+
+/// Takes the job in `slot` (from `CShims_running_job_add`) out of the running set.
+void CShims_running_job_remove(int slot);
 
 /// A NETLINK_ROUTE socket (non-blocking) subscribed to link, address and route changes: readable
 /// whenever the network changes. Returns the fd or -1 with errno set.

@@ -68,6 +68,10 @@ final class Journal: Sendable {
     private struct State {
         var queue: [Pending] = []
         var nextSequence: UInt64 = 1
+        /// When the queue's appends must be written by (nil: the queue is empty): the writer
+        /// sleeps no later. Only a plain append may wait (`writeWithin`); others are written as
+        /// soon as the writer is awake.
+        var writeDue: DispatchTime?
         /// Durable appends not synced yet, each with the time its sync is due by.
         var durableQueued: [UInt64: DispatchTime] = [:]
         /// Who waits for which durable append.
@@ -236,13 +240,18 @@ final class Journal: Sendable {
     }
 
     /// Queues records; they reach the disk within a second. For progress, which may be lost in a crash.
-    func append(_ records: [JournalRecord]) {
+    /// They are written at once, or with the writer's next write if that comes within `delay`
+    /// (the start of an attempt: small files start hundreds of times a second, and each would
+    /// wake the writer for a write of its own).
+    func append(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
         let bytes = JournalFormat.encode(records)
+        let due = delay == .zero ? DispatchTime.now() : .now() + Self.interval(delay)
         let mustWake = state.withLock { state in
             state.queue.append(.records(bytes, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction += records.count
-            return state.claimWake(by: .now())
+            state.writeDue = min(state.writeDue ?? due, due)
+            return state.claimWake(by: due)
         }
         if mustWake { wake.signal() }
     }
@@ -266,6 +275,8 @@ final class Journal: Sendable {
             state.queue.append(.records(bytes, sequence: sequence))
             state.recordsSinceCompaction += records.count
             state.durableQueued[sequence] = due
+            // Written as soon as the writer is awake; only its sync waits for others'.
+            state.writeDue = .now()
             // Written when the writer wakes for an earlier due (the sync of another end, say).
             return (sequence, state.claimWake(by: due))
         }
@@ -316,6 +327,7 @@ final class Journal: Sendable {
             state.queue.append(.compaction(bytes, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction = records.count
+            state.writeDue = .now()
             return state.claimWake(by: .now())
         }
         if mustWake { wake.signal() }
@@ -358,20 +370,26 @@ final class Journal: Sendable {
         var syncDue: DispatchTime?
         while true {
             let wakeUp = [unsyncedSince.map { $0 + plainSyncDelay }, syncDue].compactMap({ $0 }).min()
-            let sleeps = state.withLock { state in
-                guard state.queue.isEmpty && !state.closing else { return false }
-                state.writerSleepsUntil = wakeUp ?? .distantFuture
-                return true
+            // The queue's appends may wait for a later write (`writeDue`): they do not keep the
+            // writer awake, and those that share a write share its sync.
+            let sleepsUntil: DispatchTime? = state.withLock { state in
+                guard !state.closing else { return nil }
+                let until = [wakeUp, state.writeDue].compactMap({ $0 }).min() ?? .distantFuture
+                guard until > .now() else { return nil }
+                state.writerSleepsUntil = until
+                return until
             }
-            if sleeps {
+            if let sleepsUntil {
                 // A signal comes at most once a sleep (`claimWake`); one that raced a timeout
                 // only makes the next sleep return at once.
-                if let wakeUp { _ = wake.wait(timeout: wakeUp) } else { wake.wait() }
+                if sleepsUntil == .distantFuture { wake.wait() } else { _ = wake.wait(timeout: sleepsUntil) }
                 state.withLock { $0.writerSleepsUntil = nil }
+                continue  // woken by an append that may still wait, or by time: look again
             }
             let (batch, closing) = state.withLock { state in
                 let batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
+                state.writeDue = nil
                 // Every durable append queued is in this batch: the earliest of them says when to sync.
                 syncDue = state.durableQueued.values.min()
                 return (batch, state.closing)

@@ -43,7 +43,11 @@ extension Scheduler {
             "attempt \(job.attempts) started (\(target.needsProbe ? "auto" : target.uploadProtocol.rawValue))",
             at: dependencies.now())
         Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
-        commitWithoutWaiting(job)
+        // The "running" record is what counts a crash against the job at the next start. The
+        // crash marker lists the jobs in `RunningJobs` too, so it may wait for the journal's
+        // next write; with no room there, it is written at once.
+        let crashSlot = RunningJobs.add(job.id)
+        commitWithoutWaiting(job, writeWithin: crashSlot == nil ? .zero : Self.startRecordDelay)
         announce(job)
 
         let meter = ProgressMeter()
@@ -61,7 +65,8 @@ extension Scheduler {
             await self.attemptEnded(id, outcome: outcome)
         }
         running[id] = RunningAttempt(
-            task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft)
+            task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,
+            crashSlot: crashSlot)
     }
 
     /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.
@@ -161,10 +166,13 @@ extension Scheduler {
 
     /// How long the end of an upload may wait for others' to share one fdatasync.
     static let sharedSyncDelay: Duration = .milliseconds(2)
+    /// How long the record of an attempt's start may wait for the journal's next write.
+    static let startRecordDelay: Duration = .milliseconds(100)
 
     /// An attempt ended: feed its outcome to the job's state machine and find more work.
     func attemptEnded(_ id: JobID, outcome: AttemptOutcome?) async {
         guard let attempt = running.removeValue(forKey: id) else { return }
+        if let slot = attempt.crashSlot { RunningJobs.remove(slot) }
         defer { fillSlots() }
         guard var job = store.jobs[id] else { return }
         guard let outcome else {

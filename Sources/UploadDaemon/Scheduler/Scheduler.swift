@@ -42,6 +42,8 @@ actor Scheduler {
         var target: ResolvedTarget
         /// What it had left to send when it started (`TransferSlots`).
         var bytesLeft: Int64
+        /// Its place in the set of running jobs the crash marker lists.
+        var crashSlot: RunningJobs.Slot?
     }
 
     let dependencies: Dependencies
@@ -97,9 +99,13 @@ actor Scheduler {
     private var owedAtStart: (hooks: [JobID], discards: [JobID]) = ([], [])
 
     /// `crashed`: the daemon died of a fatal signal last time (`CrashMarker`), so the jobs still
-    /// running in the journal are suspects; otherwise it was killed or lost power, which is not
-    /// their doing.
-    init(replayed: JournalState, config: DaemonConfig, dependencies: Dependencies, crashed: Bool = false) {
+    /// running in the journal are suspects, and so are `crashSuspects` (the marker's list, which
+    /// has the jobs whose "running" record had not reached the journal yet); otherwise it was
+    /// killed or lost power, which is not their doing.
+    init(
+        replayed: JournalState, config: DaemonConfig, dependencies: Dependencies, crashed: Bool = false,
+        crashSuspects: [JobID] = []
+    ) {
         self.dependencies = dependencies
         self.config = config
         bandwidthLimit = dependencies.bandwidthLimitFile?.load()
@@ -109,6 +115,7 @@ actor Scheduler {
         // What each job waits for, its client token, its cached files. Jobs still running were
         // interrupted and are taken as queued.
         var survey = StartupSurvey(surveying: replayed.jobs, now: now)
+        if crashed { survey.takeAsInterrupted(crashSuspects, from: replayed.jobs) }
         var requeuedJobs: [Job] = []
         for job in survey.interrupted {
             var recovered = job
@@ -222,14 +229,14 @@ actor Scheduler {
 
     /// Applies a job's new state and appends it to the journal without waiting for the disk (a
     /// start, a note for its history): for changes a crash may lose.
-    func commitWithoutWaiting(_ job: Job) {
+    func commitWithoutWaiting(_ job: Job, writeWithin delay: Duration = .zero) {
         store.apply(.job(job))
-        appendWithoutWaiting([.job(job)])
+        appendWithoutWaiting([.job(job)], writeWithin: delay)
     }
 
-    private func appendWithoutWaiting(_ records: [JournalRecord]) {
+    private func appendWithoutWaiting(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
         let (kept, ended) = journalable(records)
-        if !kept.isEmpty { dependencies.journal.append(kept) }
+        if !kept.isEmpty { dependencies.journal.append(kept, writeWithin: delay) }
         savedByEnding(ended)
         compactIfWorthwhile()
     }

@@ -38,6 +38,18 @@ struct StartupSurvey: Sendable {
         for other in found.dropFirst() { merge(other) }
     }
 
+    /// Jobs the crash marker says were running whose "running" record the journal did not get
+    /// (it says queued): they were interrupted all the same.
+    mutating func takeAsInterrupted(_ ids: [JobID], from jobs: [JobID: Job]) {
+        for id in ids where !interrupted.contains(where: { $0.id == id }) {
+            guard var job = jobs[id], job.state == .queued else { continue }
+            job.state = .running
+            interrupted.append(job)
+            ready.removeAll { $0.id == id }
+            delayed.remove(id)
+        }
+    }
+
     /// Notes what `job` (not running) needs.
     mutating func take(_ job: Job, now: Date) {
         if let token = job.spec.clientToken { clientTokens[token] = job.id }

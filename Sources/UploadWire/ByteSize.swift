@@ -37,14 +37,25 @@ public enum ByteSize {
     /// Formats bytes for people in binary units with IEC names, the units SIZE and RATE are read
     /// in (`8M` is 8 MiB): `12.40 MiB`.
     public static func format(_ bytes: Int64) -> String {
-        let value = Double(bytes)
-        switch value {
-        case ..<1024: return "\(bytes) B"
-        case ..<0x10_0000: return String(format: "%.2f KiB", value / 0x400)
-        case ..<0x4000_0000: return String(format: "%.2f MiB", value / 0x10_0000)
-        case ..<0x100_0000_0000: return String(format: "%.2f GiB", value / 0x4000_0000)
-        default: return String(format: "%.2f TiB", value / 0x100_0000_0000)
-        }
+        guard bytes >= 1024 else { return "\(bytes) B" }
+        let (shift, unit) =
+            switch bytes {
+            case ..<0x10_0000: (10, "KiB")
+            case ..<0x4000_0000: (20, "MiB")
+            case ..<0x100_0000_0000: (30, "GiB")
+            default: (40, "TiB")
+            }
+        // Hundredths of the unit, rounded as printf's %.2f rounds (half to even: the quotient of
+        // a division by a power of two is exact), without Foundation's formatter: every add
+        // formats the size of each file for its history.
+        let whole = UInt64(bytes) >> shift
+        let scaled = (UInt64(bytes) & ((1 << shift) - 1)) * 100
+        var hundredths = whole * 100 + scaled >> shift
+        let rest = scaled & ((1 << shift) - 1)
+        let half: UInt64 = 1 << (shift - 1)
+        if rest > half || (rest == half && hundredths % 2 == 1) { hundredths += 1 }
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction) \(unit)"
     }
 
     /// Formats a speed in bytes per second, in the same units: `38.2 MiB/s`.

@@ -154,7 +154,7 @@ extension StrictParams {
     public static func decode(from params: JSONValue?) throws(RPCError) -> Self {
         let value = params ?? .object([:])
         guard let object = value.objectValue else { throw RPCError.invalidParams("params must be an object") }
-        if let unknown = object.keys.sorted().first(where: { !knownKeys.contains($0) }) {
+        if let unknown = object.keys.filter({ !knownKeys.contains($0) }).min() {
             throw RPCError.invalidParams("unknown key '\(unknown)'")
         }
         do {

@@ -38,6 +38,25 @@ struct ByteSizeTests {
         }
     }
 
+    /// As printf's %.2f formats the quotient, ties (1152 bytes is 1.125 KiB) and carries
+    /// (1023.999 KiB is 1024.00 KiB) included.
+    @Test func formatsAsPrintfWould() {
+        var random = SystemRandomNumberGenerator()
+        let units: [(Double, String)] = [
+            (0x400, "KiB"), (0x10_0000, "MiB"), (0x4000_0000, "GiB"), (0x100_0000_0000, "TiB"),
+        ]
+        var samples: [Int64] = [1024, 1152, 1_048_575, 1_048_576, 0x3FFF_FFFF, 0xFF_FFFF_FFFF, Int64.max]
+        for magnitude in 10..<62 {
+            for _ in 0..<200 {
+                samples.append(Int64.random(in: (1 << magnitude)...(1 << (magnitude + 1)), using: &random))
+            }
+        }
+        for bytes in samples {
+            let (divisor, unit) = units.last { Double(bytes) >= $0.0 }!
+            #expect(ByteSize.format(bytes) == String(format: "%.2f \(unit)", Double(bytes) / divisor), "\(bytes)")
+        }
+    }
+
     @Test func formatsRates() {
         #expect(ByteSize.formatRate(500) == "500 B/s")
         #expect(ByteSize.formatRate(1536) == "1.5 KiB/s")

@@ -55,6 +55,15 @@ final class AddCommandTests {
             starts.append(try #require(job.history?.first { $0.message.hasPrefix("attempt 1 started") }?.at))
         }
         #expect(starts == starts.sorted(), "started out of order: \(starts)")
+        // The add of six is a line or two at info (uploadctl sends the first file on its own),
+        // not one each: each job's own is at debug. Each end has its own line.
+        let infoLines = daemon.logLines(containing: files.path).filter {
+            $0.contains("added") && !$0.contains("debug:")
+        }
+        #expect((1...2).contains(infoLines.count), "\(infoLines)")
+        #expect(infoLines.contains { $0.contains("jobs (") && $0.contains("to \(ids[5])): ") }, "\(infoLines)")
+        #expect(daemon.logLines(containing: "debug: job \(ids[3]): added: \(paths[3])").count == 1)
+        #expect(daemon.logLines(containing: "completed: \(paths[3])").count == 1)
     }
 
     func write(_ name: String, _ text: String = "content\n") throws -> String {

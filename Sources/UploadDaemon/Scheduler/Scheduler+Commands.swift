@@ -128,12 +128,20 @@ extension Scheduler {
             holdUntilSaved(growingCopies)
             do {
                 try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
+                // One line for an add of many files (each job's own line at debug); one add of a
+                // thousand photos is not a thousand lines in the user's journal.
+                let eachLevel: LogLevel = jobs.count == 1 ? .info : .debug
                 for (index, job) in jobs {
                     enqueue(job)
                     Log.job(
-                        .info, JobLogContext(job),
+                        eachLevel, JobLogContext(job),
                         "added: \(job.spec.source) -> \(Redaction.redactURL(job.spec.destination))")
                     results[index] = .success(info(for: store.jobs[job.id] ?? job))
+                }
+                if jobs.count > 1, let first = jobs.first?.job, let last = jobs.last?.job {
+                    Log.info(
+                        "added \(jobs.count) jobs (\(first.id) to \(last.id)): \(first.spec.source) -> \(Redaction.redactURL(first.spec.destination)), and \(jobs.count - 1) more"
+                    )
                 }
                 fillSlots()
             } catch {

@@ -163,7 +163,8 @@ final class Daemon: Sendable {
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
                 applyBandwidthLimit: { http.setBandwidthLimit($0) },
-                notifier: DesktopNotifier(environment: environment)), crashed: previousCrash != nil,
+                notifier: DesktopNotifier(environment: environment), smallAttemptExecutor: http),
+            crashed: previousCrash != nil,
             crashSuspects: previousCrash?.runningJobs ?? [])
         let networkMonitor = NetworkMonitor {
             reachability.networkChanged()

@@ -9,7 +9,11 @@ import UploadWire
 ///
 /// `send` suspends the calling task until the answer is in; cancelling the task aborts the request
 /// at once (the HTTP thread is woken and removes the handle).
-final class HTTPClient: Sendable {
+///
+/// It is a task executor too: a task that prefers it (`Task(executorPreference:)`, a small file's
+/// attempt) runs on the HTTP thread between transfer steps, so its requests are handed over and
+/// their answers resumed without waking another thread.
+final class HTTPClient: TaskExecutor, Sendable {
     private enum Command: Sendable {
         case add(UncheckedTransfer)
         case cancel(ObjectIdentifier)
@@ -19,6 +23,10 @@ final class HTTPClient: Sendable {
 
     private struct Inbox {
         var commands: [Command] = []
+        /// Tasks to run on the HTTP thread.
+        var jobs: [UnownedJob] = []
+        /// Set once the thread has stopped: jobs then run on the global executor.
+        var stopped = false
     }
 
     /// The multi handle: used by the HTTP thread, except curl_multi_wakeup, which is thread-safe.
@@ -28,6 +36,8 @@ final class HTTPClient: Sendable {
     /// The bandwidth limit last set (0: none), for sizing new requests' upload buffers.
     private let sharedLimit = Atomic<Int64>(0)
     private let stopped = DispatchSemaphore(value: 0)
+    /// The HTTP thread, once it runs: what it posts to itself needs no wake-up.
+    private let threadID = Atomic<UInt>(0)
 
     /// Call once at start-up, before any thread uses libcurl.
     static func globalInit() {
@@ -74,6 +84,24 @@ final class HTTPClient: Sendable {
 
     private func post(_ command: Command) {
         inbox.withLock { $0.commands.append(command) }
+        wakeThread()
+    }
+
+    /// Runs a task that prefers this executor on the HTTP thread, at its next turn.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let stopped = inbox.withLock { inbox in
+            if !inbox.stopped { inbox.jobs.append(job) }
+            return inbox.stopped
+        }
+        guard stopped else { return wakeThread() }
+        // After shutdown: a task still finishing (a canceled attempt) runs anywhere.
+        let executor = asUnownedTaskExecutor()
+        DispatchQueue.global().async { job.runSynchronously(on: executor) }
+    }
+
+    private func wakeThread() {
+        guard threadID.load(ordering: .relaxed) != UInt(pthread_self()) else { return }
         curl_multi_wakeup(multi.pointer)
         idleWake.signal()
     }
@@ -81,6 +109,8 @@ final class HTTPClient: Sendable {
     // MARK: - The HTTP thread
 
     private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
+        let executor = asUnownedTaskExecutor()
         var active: [ObjectIdentifier: CurlRequest] = [:]
         var stopping = false
         var bandwidthLimit: Int64?
@@ -88,6 +118,12 @@ final class HTTPClient: Sendable {
         // went, or the limit changed).
         var sharesChanged = false
         while !stopping {
+            // Tasks first: what they send is among the commands taken below.
+            let jobs = inbox.withLock { inbox in
+                defer { inbox.jobs.removeAll(keepingCapacity: true) }
+                return inbox.jobs
+            }
+            for job in jobs { job.runSynchronously(on: executor) }
             let commands = inbox.withLock { inbox in
                 defer { inbox.commands.removeAll() }
                 return inbox.commands
@@ -121,8 +157,10 @@ final class HTTPClient: Sendable {
                 sharesChanged = false
             }
             if stopping { break }
+            let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
             if active.isEmpty {
-                // Nothing in flight: sleep until a command arrives, with no periodic wakeups.
+                if jobsWaiting { continue }
+                // Nothing in flight: sleep until a command or a task arrives, with no periodic wakeups.
                 idleWake.wait()
                 continue
             }
@@ -152,13 +190,21 @@ final class HTTPClient: Sendable {
                 for request in active.values {
                     request.resumeReadingIfReady { curl_multi_wakeup(multi.pointer) }
                 }
-                curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
+                // Answers just resumed tasks of this executor: they run before any wait.
+                let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
+                curl_multi_poll(multi.pointer, nil, 0, jobsWaiting ? 0 : 1000, nil)
             }
         }
         for request in active.values {
             curl_multi_remove_handle(multi.pointer, request.handle)
             finish(request, with: .failure(CancellationError()))
         }
+        let left = inbox.withLock { inbox in
+            inbox.stopped = true
+            defer { inbox.jobs.removeAll() }
+            return inbox.jobs
+        }
+        for job in left { DispatchQueue.global().async { job.runSynchronously(on: executor) } }
         stopped.signal()
     }
 

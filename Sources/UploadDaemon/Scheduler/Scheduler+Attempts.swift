@@ -57,7 +57,14 @@ extension Scheduler {
         let http = dependencies.http
         let reachability = dependencies.reachability
         let growing = growingCopy(of: id)
-        let task = Task { [weak self] in
+        // A small file's upload over the network is a request or two: on the HTTP thread, it hands
+        // them over and hears their answers without waking another thread each time (and the
+        // scheduler's work for its end runs there too). Not `file://`: its copy and fsyncs would
+        // hold up every other transfer.
+        let executor =
+            job.bytesLeft <= TransferSlots.smallFile && target.uploadProtocol != .file
+            ? dependencies.smallAttemptExecutor : nil
+        let task = Task(executorPreference: executor) { [weak self] in
             guard let self else { return }
             let outcome = await Self.runAttempt(
                 job: startedJob, growing: growing, target: target, transfer: transfer, meter: meter, scheduler: self,

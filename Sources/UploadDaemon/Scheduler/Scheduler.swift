@@ -33,6 +33,8 @@ actor Scheduler {
         var preparationSteps: [String: any PreparationStep] = PreparationRegistry.steps
         /// Desktop notifications of ended batches; nil: none (tests without a session bus).
         var notifier: DesktopNotifier?
+        /// Where a small file's attempt runs (the HTTP thread, `HTTPClient`); nil: the global executor.
+        var smallAttemptExecutor: (any TaskExecutor)?
     }
 
     struct RunningAttempt {

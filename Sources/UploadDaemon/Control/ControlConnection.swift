@@ -57,6 +57,8 @@ final class ControlConnection {
     private var flushWaitsFor = 0
     private static let flushBatchBytes = 64 << 10
     private(set) var isClosed = false
+    /// Its events and answers on their way from other threads to `queue`.
+    let outbox = ConnectionOutbox()
     private let onRequest: (ControlConnection, [UInt8]) -> Void
     private let onClose: (ControlConnection) -> Void
 

@@ -14,8 +14,6 @@ final class ControlServer: @unchecked Sendable {
     private let handler: ControlHandler
     private var acceptSource: DispatchSourceRead?
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
-    /// Each connection's events and answers on their way to `queue`.
-    private var outboxes: [ObjectIdentifier: ConnectionOutbox] = [:]
     private var acceptPaused = false
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
@@ -76,11 +74,9 @@ final class ControlServer: @unchecked Sendable {
                 onRequest: { [unowned self] connection, line in dispatch(line, from: connection) },
                 onClose: { [unowned self] connection in
                     connections[ObjectIdentifier(connection)] = nil
-                    outboxes[ObjectIdentifier(connection)] = nil
                     handler.connectionClosed(ObjectIdentifier(connection))
                 })
             connections[ObjectIdentifier(connection)] = connection
-            outboxes[ObjectIdentifier(connection)] = ConnectionOutbox()
         }
     }
 
@@ -104,7 +100,7 @@ final class ControlServer: @unchecked Sendable {
 
     private func dispatch(_ line: [UInt8], from connection: ControlConnection) {
         let key = ObjectIdentifier(connection)
-        guard let outbox = outboxes[key] else { return }
+        let outbox = connection.outbox
         let queue = queue
         let post: @Sendable (ConnectionOutbox.Item) -> Void = { [weak self] item in
             guard outbox.post(item) else { return }

@@ -95,7 +95,11 @@ final class HTTPClient: TaskExecutor, Sendable {
             return inbox.stopped
         }
         guard stopped else { return wakeThread() }
-        // After shutdown: a task still finishing (a canceled attempt) runs anywhere.
+        runAfterShutdown(job)
+    }
+
+    /// After shutdown, a task still finishing (a canceled attempt) runs on the global queue.
+    private func runAfterShutdown(_ job: UnownedJob) {
         let executor = asUnownedTaskExecutor()
         DispatchQueue.global().async { job.runSynchronously(on: executor) }
     }
@@ -204,7 +208,7 @@ final class HTTPClient: TaskExecutor, Sendable {
             defer { inbox.jobs.removeAll() }
             return inbox.jobs
         }
-        for job in left { DispatchQueue.global().async { job.runSynchronously(on: executor) } }
+        for job in left { runAfterShutdown(job) }
         stopped.signal()
     }
 

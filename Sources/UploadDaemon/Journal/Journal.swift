@@ -245,7 +245,7 @@ final class Journal: Sendable {
     /// wake the writer for a write of its own).
     func append(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
         let bytes = JournalFormat.encode(records)
-        let due = delay == .zero ? DispatchTime.now() : .now() + Self.interval(delay)
+        let due = DispatchTime.now() + Self.interval(delay)
         let mustWake = state.withLock { state in
             state.queue.append(.records(bytes, sequence: state.nextSequence))
             state.nextSequence += 1

@@ -154,12 +154,8 @@ final class Daemon: Sendable {
                 umask: userUmask,
                 reportStatus: { notifier.status($0) },
                 reachability: { url, fresh in
-                    if fresh {
-                        reachability.networkChanged()
-                    } else if let known = reachability.known(url: url) {
-                        return known
-                    }
-                    return (try? await Blocking.run { reachability.check(url: url) }) ?? .unknown
+                    if let known = reachability.known(url: url, fresh: fresh) { return known }
+                    return (try? await Blocking.run { reachability.check(url: url, fresh: fresh) }) ?? .unknown
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
                 applyBandwidthLimit: { http.setBandwidthLimit($0) },

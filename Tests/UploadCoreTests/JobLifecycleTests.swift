@@ -301,6 +301,16 @@ struct JobLifecycleTests {
         #expect(job.history.last?.message == "line 49")
     }
 
+    @Test func delaysReadInTenthsUnderTenSecondsAndWholeSecondsAbove() {
+        #expect(formatSeconds(0) == "0.0s")
+        #expect(formatSeconds(3.74) == "3.7s")
+        #expect(formatSeconds(3.76) == "3.8s")
+        #expect(formatSeconds(9.94) == "9.9s")
+        #expect(formatSeconds(9.97) == "10s")
+        #expect(formatSeconds(25.4) == "25s")
+        #expect(formatSeconds(.infinity) == "0.0s")
+    }
+
     @Test func terminalStates() {
         #expect(JobState.allCases.filter(\.isTerminal) == [.completed, .failed, .canceled])
     }

@@ -64,4 +64,23 @@ struct BlockingWorkTests {
         reachability.networkChanged()
         #expect(reachability.known(url: "http://127.0.0.1:1/a") == nil)
     }
+
+    /// After a failed attempt the host is looked up again, but a thousand jobs failing together
+    /// share one look-up, and the other hosts keep their answers.
+    @Test func aFreshCheckLooksUpOneHostAtMostOncePerInterval() async throws {
+        let reachability = Reachability()
+        #expect(reachability.check(url: "http://127.0.0.1:1/a") == .reachable)
+        #expect(reachability.check(url: "http://127.0.0.2:1/a") == .reachable)
+        #expect(reachability.lookUpsMade == 2)
+        try await Task.sleep(for: Reachability.recheckInterval + .milliseconds(50))
+        for _ in 0..<100 { #expect(reachability.check(url: "http://127.0.0.1:1/b", fresh: true) == .reachable) }
+        #expect(reachability.lookUpsMade == 3)
+        #expect(reachability.known(url: "http://127.0.0.2:1/x") == .reachable, "another host's answer stays")
+        #expect(reachability.known(url: "http://127.0.0.1:1/x", fresh: true) == .reachable)
+        try await Task.sleep(for: Reachability.recheckInterval + .milliseconds(50))
+        #expect(reachability.known(url: "http://127.0.0.1:1/x") == .reachable)
+        #expect(reachability.known(url: "http://127.0.0.1:1/x", fresh: true) == nil, "too old for a fresh answer")
+        #expect(reachability.check(url: "http://127.0.0.1:1/b", fresh: true) == .reachable)
+        #expect(reachability.lookUpsMade == 4)
+    }
 }

@@ -20,11 +20,18 @@ final class Reachability: Sendable {
     }
 
     private struct Cache {
-        var answers: [String: Answer] = [:]
-        /// The same answers by the URL's text up to its path (`https://user@host:port`): `known`
-        /// finds them without parsing the URL.
-        var byOrigin: [Substring: Answer] = [:]
+        /// Each host's answer, and when it was looked up.
+        var answers: [String: (answer: Answer, at: ContinuousClock.Instant)] = [:]
+        /// The host of each URL's text up to its path (`https://user@host:port`): `known` finds
+        /// an answer without parsing the URL.
+        var hosts: [Substring: String] = [:]
+        var lookUps = 0
     }
+
+    /// A look-up this recent stands for a fresh one: when a dead server fails a thousand jobs in
+    /// a second, one look-up answers for all of them. A link that goes down is heard of sooner,
+    /// through `networkChanged`.
+    static let recheckInterval = Duration.milliseconds(250)
 
     private let cache = Mutex(Cache())
 
@@ -32,34 +39,45 @@ final class Reachability: Sendable {
     func networkChanged() {
         cache.withLock {
             $0.answers.removeAll()
-            $0.byOrigin.removeAll()
+            $0.hosts.removeAll()
         }
     }
 
-    /// The answer for an http(s) URL's host when it is known, without blocking: each small file
-    /// of a queue asks, and a hop to the blocking queue cost more than the answer.
-    func known(url: String) -> Answer? {
+    /// The answer for an http(s) URL's host when it is known (and, `fresh`, younger than
+    /// `recheckInterval`), without blocking: each small file of a queue asks, and a hop to the
+    /// blocking queue cost more than the answer.
+    func known(url: String, fresh: Bool = false) -> Answer? {
         guard let origin = Self.origin(of: url) else { return nil }
-        return cache.withLock { $0.byOrigin[origin] }
+        let now = ContinuousClock.now
+        return cache.withLock { cache in
+            guard let host = cache.hosts[origin], let known = cache.answers[host] else { return nil }
+            return !fresh || now - known.at < Self.recheckInterval ? known.answer : nil
+        }
     }
 
-    /// The answer for an http(s) URL's host. Blocking (a name look-up): call it off the cooperative pool.
-    func check(url: String) -> Answer {
+    /// The answer for an http(s) URL's host. `fresh` (an attempt to it just failed): looked up
+    /// again unless a look-up of it is younger than `recheckInterval`; the other hosts' answers
+    /// stay. Blocking (a name look-up): call it off the cooperative pool.
+    func check(url: String, fresh: Bool = false) -> Answer {
         guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return .unknown }
         let origin = Self.origin(of: url)
-        let known = cache.withLock { cache in
-            let known = cache.answers[host]
-            if let origin, let known { cache.byOrigin[origin] = known }
-            return known
+        let now = ContinuousClock.now
+        let known = cache.withLock { cache -> Answer? in
+            if let origin { cache.hosts[origin] = host }
+            guard let known = cache.answers[host], !fresh || now - known.at < Self.recheckInterval else { return nil }
+            return known.answer
         }
         if let known { return known }
         let answer = Self.lookUp(host)
         cache.withLock {
-            $0.answers[host] = answer
-            if let origin { $0.byOrigin[origin] = answer }
+            $0.answers[host] = (answer, now)
+            $0.lookUps += 1
         }
         return answer
     }
+
+    /// How many times a host was looked up (for tests).
+    var lookUpsMade: Int { cache.withLock { $0.lookUps } }
 
     /// `scheme://authority` of a URL, nil when its scheme is not followed by `://`.
     static func origin(of url: String) -> Substring? {

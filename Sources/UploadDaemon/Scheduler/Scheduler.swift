@@ -53,7 +53,7 @@ actor Scheduler {
     var store: JournalState
     var ready = ReadyQueue()
     /// Queued jobs waiting for their retry time.
-    var delayed: Set<JobID> = []
+    var delayed = RetryCalendar()
     /// Queued jobs held back, and why: no network (`networkChanged` releases them), a metered
     /// connection or battery power (`conditionsChanged` does).
     var waiting: [JobID: WaitReason] = [:]
@@ -142,7 +142,7 @@ actor Scheduler {
         self.owedAtStart = (survey.owedHooks, survey.owedDiscards)
         self.reservedNextID = store.nextID
         clientTokens = survey.clientTokens
-        delayed = survey.delayed
+        delayed = RetryCalendar(survey.delayed)
         ready = ReadyQueue(survey.ready)
         // Here, before the control socket serves anyone: a copy made for a job added while the
         // daemon starts up must not be taken for an orphan (socket activation queues that add
@@ -377,7 +377,7 @@ actor Scheduler {
     func enqueue(_ job: Job) {
         guard job.state == .queued, waiting[job.id] == nil else { return }
         if let next = job.nextAttemptAt, next > dependencies.now() {
-            delayed.insert(job.id)
+            delayed.insert(job.id, at: next)
             armRetryTimer()
         } else if job.needsPreparation {
             delayed.remove(job.id)
@@ -401,7 +401,7 @@ actor Scheduler {
     /// those backing off after a network error, without waiting out their delay.
     func networkChanged() {
         var released = release { $0 == .network }
-        for id in delayed {
+        for id in Array(delayed.jobs) {
             guard let job = store.jobs[id], job.state == .queued, let code = job.error?.code,
                 ["network", "timeout", "stalled"].contains(code)
             else { continue }
@@ -465,18 +465,23 @@ actor Scheduler {
         return released
     }
 
+    /// How long the retry timer waits past the earliest retry time for the ones due after it.
+    static let retryGathering: TimeInterval = 0.05
+
     private func armRetryTimer() {
-        let earliest = delayed.compactMap { store.jobs[$0]?.nextAttemptAt }.min()
-        guard let earliest else {
+        guard let earliest = delayed.earliest() else {
             retryTimer?.cancel()
             retryTimer = nil
             retryTimerDeadline = nil
             return
         }
-        if retryTimer != nil, let deadline = retryTimerDeadline, deadline <= earliest { return }
+        // Retries due close together start on one wake-up: a dead server backs off thousands of
+        // jobs, each at its own jittered time.
+        let fireAt = earliest.addingTimeInterval(Self.retryGathering)
+        if retryTimer != nil, let deadline = retryTimerDeadline, deadline <= fireAt { return }
         retryTimer?.cancel()
-        retryTimerDeadline = earliest
-        let wait = max(0, earliest.timeIntervalSince(dependencies.now()))
+        retryTimerDeadline = fireAt
+        let wait = max(0, fireAt.timeIntervalSince(dependencies.now()))
         retryTimer = Task { [weak self] in
             try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
             guard !Task.isCancelled else { return }
@@ -488,14 +493,12 @@ actor Scheduler {
         retryTimer = nil
         retryTimerDeadline = nil
         let now = dependencies.now()
-        for id in delayed {
-            guard let job = store.jobs[id] else {
-                delayed.remove(id)
-                continue
-            }
-            if (job.nextAttemptAt ?? now) <= now {
-                delayed.remove(id)
-                if job.state == .queued { ready.insert(id, at: job.place) }
+        for id in delayed.takeDue(at: now) {
+            guard let job = store.jobs[id], job.state == .queued else { continue }
+            if let next = job.nextAttemptAt, next > now {
+                delayed.insert(id, at: next)  // moved later since
+            } else {
+                ready.insert(id, at: job.place)
             }
         }
         armRetryTimer()

@@ -10,7 +10,7 @@ struct StartupSurvey: Sendable {
     var interrupted: [Job] = []
     /// Queued jobs that may start now, and queued jobs waiting for their retry time.
     var ready: [(id: JobID, place: QueuePlace)] = []
-    var delayed = Set<JobID>()
+    var delayed: [JobID: Date] = [:]
     var clientTokens: [String: JobID] = [:]
     /// Copies in the cache that jobs still need.
     var cachedFiles = Set<String>()
@@ -46,7 +46,7 @@ struct StartupSurvey: Sendable {
             job.state = .running
             interrupted.append(job)
             ready.removeAll { $0.id == id }
-            delayed.remove(id)
+            delayed[id] = nil
         }
     }
 
@@ -66,7 +66,7 @@ struct StartupSurvey: Sendable {
         }
         guard job.state == .queued else { return }
         if let next = job.nextAttemptAt, next > now {
-            delayed.insert(job.id)
+            delayed[job.id] = next
         } else {
             ready.append((job.id, job.place))
         }
@@ -75,7 +75,7 @@ struct StartupSurvey: Sendable {
     private mutating func merge(_ other: StartupSurvey) {
         interrupted += other.interrupted
         ready += other.ready
-        delayed.formUnion(other.delayed)
+        delayed.merge(other.delayed) { mine, _ in mine }
         clientTokens.merge(other.clientTokens) { mine, _ in mine }
         cachedFiles.formUnion(other.cachedFiles)
         packHolders.merge(other.packHolders) { $0.union($1) }

@@ -172,7 +172,7 @@ extension Scheduler {
     }
 
     /// How long the end of an upload may wait for others' to share one fdatasync.
-    static let sharedSyncDelay: Duration = .milliseconds(2)
+    static let sharedSyncDelay: Duration = .milliseconds(5)
     /// How long the record of an attempt's start may wait for the journal's next write.
     static let startRecordDelay: Duration = .milliseconds(100)
 

@@ -7,7 +7,7 @@ import UploadWire
 
 /// Journals written by the released daemons (Tests/Fixtures/journals, never regenerated), replayed
 /// by today's code and compared field by field with what each release itself read from them.
-@Suite("Golden journals of uploadd 0.1, 0.2 and early 0.3 replay as their release read them")
+@Suite("Golden journals of uploadd 0.1, 0.2, early 0.3 and format 5 replay as their release read them")
 struct GoldenJournalTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/journals")
@@ -15,7 +15,7 @@ struct GoldenJournalTests {
     /// Each released file: its folder, and the format version in its header.
     static let files: [(folder: String, version: UInt32)] = [
         ("format1", 1), ("format1/compacted", 1), ("format2", 2), ("format2/compacted", 2), ("format3", 3),
-        ("format3/compacted", 3),
+        ("format3/compacted", 3), ("format5", 5), ("format5/compacted", 5),
     ]
 
     static func load(_ folder: String) throws -> (bytes: [UInt8], expected: [String: Any]) {
@@ -65,7 +65,7 @@ struct GoldenJournalTests {
 
     /// Every checkpoint kind and every job state is in the fixtures, so the checks above cover them.
     @Test func theFixturesCoverEveryStateAndCheckpointKind() throws {
-        for folder in ["format1", "format2", "format3"] {
+        for folder in ["format1", "format2", "format3", "format5"] {
             let (bytes, _) = try Self.load(folder)
             var state = JournalState()
             for record in try JournalFormat.decode(bytes).records { state.apply(record) }
@@ -97,9 +97,16 @@ struct GoldenJournalTests {
         #expect(job.spec.chunkSize == (expected["chunk_size"] as? Int).map(Int64.init), "\(context)")
         #expect(job.spec.priority == expected["priority"] as? Int, "\(context)")
         #expect(job.spec.snapshot.rawValue == expected["snapshot_mode"] as? String, "\(context)")
-        // The image SPEC of the old formats, never set by those releases, is the image step.
-        #expect(
-            job.spec.preparation.first { $0.step == "image" }?.options == expected["image"] as? String, "\(context)")
+        if let preparation = expected["preparation"] as? [[String: String]] {
+            #expect(
+                job.spec.preparation.map { [$0.step, $0.options] } == preparation.map { [$0["step"], $0["options"]] },
+                "\(context)")
+        } else {
+            // The image SPEC of the old formats, never set by those releases, is the image step.
+            #expect(
+                job.spec.preparation.first { $0.step == "image" }?.options == expected["image"] as? String,
+                "\(context)")
+        }
         #expect(job.spec.clientToken == expected["client_token"] as? String, "\(context)")
         #expect(job.spec.metadata == expected["metadata"] as? [String: String], "\(context)")
         let pairs = { (key: String) in
@@ -120,6 +127,25 @@ struct GoldenJournalTests {
         #expect(job.crashes == expected["crashes"] as? Int ?? 0, "\(context)")
         #expect(same(job.failingSince, date("failing_since")), "\(context)")
         #expect(job.spec.umask == (expected["umask"] as? Int).map(UInt32.init), "\(context)")
+        // Fields added by formats 4 and 5 (absent before: their defaults).
+        #expect(job.spec.batch?.rawValue == (expected["batch"] as? Int).map(UInt64.init), "\(context)")
+        #expect(job.rank == (expected["rank"] as? Int).map(Int64.init), "\(context)")
+        #expect(job.hookPending == expected["hook_pending"] as? Bool ?? false, "\(context)")
+        // Replay counts each record of a job as a revision; only format 5's expected.json has it.
+        if let revision = expected["revision"] as? Int { #expect(job.revision == UInt64(revision), "\(context)") }
+        let prepared = expected["prepared"] as? [String: Any]
+        #expect((job.prepared == nil) == (prepared == nil), "\(context)")
+        if let made = job.prepared, let prepared {
+            #expect(made.path == prepared["path"] as? String, "\(context)")
+            #expect(made.size == (prepared["size"] as? Int).map(Int64.init), "\(context)")
+            #expect(made.sha256 == prepared["sha256"] as? String, "\(context)")
+            #expect(made.fileName == prepared["file_name"] as? String, "\(context)")
+            #expect(made.contentType == prepared["content_type"] as? String, "\(context)")
+            let details = (prepared["details"] as? [[String: String]] ?? []).map {
+                KeyValue(name: $0["name"] ?? "", value: $0["value"] ?? "")
+            }
+            #expect(made.details == details, "\(context)")
+        }
 
         let error = expected["error"] as? [String: Any]
         #expect(job.error?.code == error?["code"] as? String, "\(context)")
@@ -149,6 +175,7 @@ struct GoldenJournalTests {
         #expect(
             job.snapshot?.cachedCopy?.modificationTimeNanoseconds
                 == (cachedCopy?["modification_time_ns"] as? Int).map(Int64.init), "\(context)")
+        #expect(job.snapshot?.packOffset == (snapshot?["pack_offset"] as? Int).map(Int64.init), "\(context)")
 
         let checkpoint = expected["checkpoint"] as? [String: Any]
         #expect(job.checkpoint == Checkpoint(expected: checkpoint), "\(context)")

@@ -12,7 +12,10 @@ struct GoldenCheckpointTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/journals")
 
-    @Test(arguments: ["format1", "format2", "format3", "format1/compacted", "format2/compacted", "format3/compacted"])
+    @Test(arguments: [
+        "format1", "format2", "format3", "format5", "format1/compacted", "format2/compacted", "format3/compacted",
+        "format5/compacted",
+    ])
     func eachProtocolReadsTheCheckpointsReleasedDaemonsWrote(folder: String) throws {
         let directory = Self.fixtures.appendingPathComponent(folder)
         let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent("journal")))

@@ -72,9 +72,12 @@ struct JournalTests {
         #expect(try JournalFormat.decode(bytes).records.count == 6)
     }
 
-    /// The frozen journals of uploadd 0.1 and 0.2 open, are rewritten in the current format with
-    /// the same queue, and take appends afterwards.
-    @Test(arguments: ["format1", "format2", "format1/compacted", "format2/compacted"])
+    /// The frozen journals of every released format open with the same queue, in the current
+    /// format (the older ones rewritten), and take appends afterwards.
+    @Test(arguments: [
+        "format1", "format2", "format3", "format5", "format1/compacted", "format2/compacted", "format3/compacted",
+        "format5/compacted",
+    ])
     func aJournalOfAnEarlierReleaseIsRewrittenInTheCurrentFormat(folder: String) async throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/journals/\(folder)/journal")

@@ -140,6 +140,17 @@ ctl cancel $J_CQ
 J_RQ=$(add $F/removed-queued.txt --to $UPLOADD_TEST_NGINX_URL/dav/golden/ --protocol put)
 ctl remove $J_RQ
 
+if [ "$V" -ge 4 ]; then
+  note "G2. formats 4 and 5: a prepared image and a batch of small copies, queued behind the running uploads"
+  vips gaussnoise $F/photo-prepared.jpg 1200 800
+  printf 'small copy %s\n' a > $F/pack-a.txt; printf 'small copy %s\n' b > $F/pack-b.txt
+  head -c 3000 /dev/urandom > $F/pack-c.bin
+  J_IMG=$(add $F/photo-prepared.jpg --to $UPLOADD_TEST_NGINX_URL/dav/golden/ --protocol put --image max=600,quality=70,strip-gps --priority 1)
+  waitfor $J_IMG 'any(h["message"].startswith("prepared:") for h in j.get("history", []))' 60
+  J_PACK=$(add $F/pack-a.txt $F/pack-b.txt $F/pack-c.bin --to $UPLOADD_TEST_NGINX_URL/dav/golden/ --protocol put --meta set=packed)
+  ctl move $((J_PACK + 2)) --before $J_PACK   # a rank of its own
+fi
+
 cat > $RUN/ids.env <<IDS
 J_PUT=$J_PUT
 J_POST=$J_POST
@@ -166,6 +177,8 @@ J_QSOCK=$J_QSOCK
 J_LONG=$J_LONG
 J_CQ=$J_CQ
 J_RQ=$J_RQ
+J_IMG=${J_IMG:-}
+J_PACK=${J_PACK:-}
 IDS
 note "H. listing, then SIGKILL right after"
 # wait just after a chunked block was acknowledged, so nothing moves between the listing and the kill

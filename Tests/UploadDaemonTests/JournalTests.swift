@@ -296,6 +296,30 @@ struct JournalTests {
         #expect(replay.state.jobs[JobID(3)]?.bytesAcked == 77)
     }
 
+    /// A big queue's compaction is encoded in parts across the cores, by the writer: the parts
+    /// make one file that replays as the queue, in order, and reports its whole size.
+    @Test func aCompactionOfManyJobsIsWrittenInPartsThatReplayAsOne() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path)
+        var state = JournalState()
+        for id in UInt64(1)...25_003 { state.apply(.job(Self.job(id, id % 3 == 0 ? .paused : .queued))) }
+        let records = state.compactedRecords()
+        #expect(Journal.fileContents(records).count == 1 + Parallel.cores)
+        journal.compact(records)
+        try await journal.appendDurably([.removed(JobID(7))])
+        state.apply(.removed(JobID(7)))
+        let size = journal.fileBytes
+        journal.close()
+
+        let bytes = try directory.read("journal")
+        #expect(Int64(bytes.count) == size)
+        let contents = try JournalFormat.decode(bytes)
+        #expect(contents.damage == nil)
+        #expect(Array(contents.records.dropLast()) == records)
+        let replay = try Self.reopen(directory)
+        #expect(replay.state.jobs == state.jobs)
+    }
+
     /// A full disk fails the temp file; here a directory holds its name. The journal stays as it
     /// was, and appends queued with the compaction still succeed.
     @Test func aCompactionThatCannotBeWrittenLeavesTheJournalAndOtherAppendsAlone() async throws {

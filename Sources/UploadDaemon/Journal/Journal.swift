@@ -34,7 +34,9 @@ final class Journal: Sendable {
 
     private enum Pending {
         case records([UInt8], sequence: UInt64)
-        case compaction([UInt8], sequence: UInt64)
+        /// The live state, encoded by the writer (a million jobs take a second): not on the
+        /// caller, the scheduler, whose pause would hold up every transfer.
+        case compaction([JournalRecord], sequence: UInt64)
 
         var sequence: UInt64 {
             switch self {
@@ -321,10 +323,8 @@ final class Journal: Sendable {
 
     /// Replaces the file with `records` (the live state), in order with the appends around it.
     func compact(_ records: [JournalRecord]) {
-        var bytes = JournalFormat.header()
-        for record in records { JournalFormat.append(record, to: &bytes) }
         let mustWake = state.withLock { state in
-            state.queue.append(.compaction(bytes, sequence: state.nextSequence))
+            state.queue.append(.compaction(records, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction = records.count
             state.writeDue = .now()
@@ -404,7 +404,7 @@ final class Journal: Sendable {
                 do {
                     switch item {
                     case .records(let bytes, _): try write(bytes)
-                    case .compaction(let bytes, _): try replaceFile(with: bytes)
+                    case .compaction(let records, _): try replaceFile(with: Self.fileContents(records))
                     }
                     if unsyncedSince == nil { unsyncedSince = .now() }
                 } catch {
@@ -498,14 +498,25 @@ final class Journal: Sendable {
 
     /// Compaction: write the live state to a temp file, fsync, rename over the journal, fsync the
     /// directory, then continue appending to the new file.
-    private func replaceFile(with bytes: [UInt8]) throws {
+    /// A journal file holding `records`: the header, then the records encoded in parts, across
+    /// the cores when there are many.
+    static func fileContents(_ records: [JournalRecord]) -> [[UInt8]] {
+        let parts = records.count >= 10_000 ? Parallel.cores : 1
+        let ranges = Parallel.split(records, into: parts)
+        return [JournalFormat.header()]
+            + Parallel.map(parts: parts) { JournalFormat.encode(Array(records[ranges[$0]])) }
+    }
+
+    private func replaceFile(with parts: [[UInt8]]) throws {
         let temp = directory + "/journal.compacting"
         unlink(temp)  // a leftover of a crash; never written through (O_EXCL | O_NOFOLLOW)
         let fd = try syscall("create", path: temp) {
             Glibc.open(temp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         }
         do {
-            try bytes.withUnsafeBytes { (buffer) in try FileOps.writeAll(fd, buffer, path: temp) }
+            for bytes in parts {
+                try bytes.withUnsafeBytes { (buffer) in try FileOps.writeAll(fd, buffer, path: temp) }
+            }
             try syscall("fsync", path: temp) { fsync(fd) }
             try syscall("rename", path: temp) { rename(temp, path) }
             try FileOps.syncDirectory(directory)
@@ -519,16 +530,17 @@ final class Journal: Sendable {
             Glibc.close(old)
             old = fd
         }
+        let size = parts.reduce(0) { $0 + $1.count }
         let caughtUp = state.withLock { state in
             let wasBehind = state.isBehind
-            state.fileBytes = Int64(bytes.count)
+            state.fileBytes = Int64(size)
             state.isBehind = false
             return wasBehind
         }
         if caughtUp {
-            Log.notice("journal: caught up: wrote the live state (\(bytes.count) bytes) after writes that failed")
+            Log.notice("journal: caught up: wrote the live state (\(size) bytes) after writes that failed")
         } else {
-            Log.info("journal: compacted to \(bytes.count) bytes")
+            Log.info("journal: compacted to \(size) bytes")
         }
     }
 }

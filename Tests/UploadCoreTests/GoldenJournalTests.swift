@@ -7,7 +7,7 @@ import UploadWire
 
 /// Journals written by the released daemons (Tests/Fixtures/journals, never regenerated), replayed
 /// by today's code and compared field by field with what each release itself read from them.
-@Suite("Golden journals of uploadd 0.1, 0.2, early 0.3 and format 5 replay as their release read them")
+@Suite("Golden journals of every released format replay as their release read them")
 struct GoldenJournalTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/journals")
@@ -15,7 +15,7 @@ struct GoldenJournalTests {
     /// Each released file: its folder, and the format version in its header.
     static let files: [(folder: String, version: UInt32)] = [
         ("format1", 1), ("format1/compacted", 1), ("format2", 2), ("format2/compacted", 2), ("format3", 3),
-        ("format3/compacted", 3), ("format5", 5), ("format5/compacted", 5),
+        ("format3/compacted", 3), ("format4", 4), ("format4/compacted", 4), ("format5", 5), ("format5/compacted", 5),
     ]
 
     static func load(_ folder: String) throws -> (bytes: [UInt8], expected: [String: Any]) {
@@ -65,7 +65,7 @@ struct GoldenJournalTests {
 
     /// Every checkpoint kind and every job state is in the fixtures, so the checks above cover them.
     @Test func theFixturesCoverEveryStateAndCheckpointKind() throws {
-        for folder in ["format1", "format2", "format3", "format5"] {
+        for folder in ["format1", "format2", "format3", "format4", "format5"] {
             let (bytes, _) = try Self.load(folder)
             var state = JournalState()
             for record in try JournalFormat.decode(bytes).records { state.apply(record) }

@@ -13,8 +13,8 @@ struct GoldenCheckpointTests {
         .appendingPathComponent("Fixtures/journals")
 
     @Test(arguments: [
-        "format1", "format2", "format3", "format5", "format1/compacted", "format2/compacted", "format3/compacted",
-        "format5/compacted",
+        "format1", "format2", "format3", "format4", "format5", "format1/compacted", "format2/compacted",
+        "format3/compacted", "format4/compacted", "format5/compacted",
     ])
     func eachProtocolReadsTheCheckpointsReleasedDaemonsWrote(folder: String) throws {
         let directory = Self.fixtures.appendingPathComponent(folder)

@@ -75,8 +75,8 @@ struct JournalTests {
     /// The frozen journals of every released format open with the same queue, in the current
     /// format (the older ones rewritten), and take appends afterwards.
     @Test(arguments: [
-        "format1", "format2", "format3", "format5", "format1/compacted", "format2/compacted", "format3/compacted",
-        "format5/compacted",
+        "format1", "format2", "format3", "format4", "format5", "format1/compacted", "format2/compacted",
+        "format3/compacted", "format4/compacted", "format5/compacted",
     ])
     func aJournalOfAnEarlierReleaseIsRewrittenInTheCurrentFormat(folder: String) async throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

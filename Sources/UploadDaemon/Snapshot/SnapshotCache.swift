@@ -57,15 +57,14 @@ struct SnapshotCache: Sendable {
     /// The file itself, as it is now (what `--snapshot none` uploads): checked to be a regular
     /// file and readable.
     func original(of source: String) throws(TransferFailure) -> SourceSnapshot {
-        let fd = try SourceCheck.openRegularFile(source)
-        defer { close(fd) }
-        return Self.original(source, fd: fd)
+        let (fd, info) = try SourceCheck.openRegularFile(source)
+        close(fd)
+        return Self.original(source, info)
     }
 
-    static func original(_ source: String, fd: Int32) -> SourceSnapshot {
-        var info = stat()
-        fstat(fd, &info)
-        return SourceSnapshot(
+    /// The snapshot of an original file by its `fstat`.
+    static func original(_ source: String, _ info: stat) -> SourceSnapshot {
+        SourceSnapshot(
             kind: .original, path: source, size: Int64(info.st_size), device: UInt64(info.st_dev),
             inode: UInt64(info.st_ino),
             modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
@@ -89,9 +88,9 @@ struct SnapshotCache: Sendable {
     func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true, alongside: Bool)
         throws(TransferFailure) -> (snapshot: SourceSnapshot, growing: GrowingCopy?)
     {
-        let sourceFD = try SourceCheck.openRegularFile(source)
+        let (sourceFD, sourceInfo) = try SourceCheck.openRegularFile(source)
         defer { close(sourceFD) }
-        let original = Self.original(source, fd: sourceFD)
+        let original = Self.original(source, sourceInfo)
         if mode == .none { return (original, nil) }
 
         let target = path(for: id)
@@ -276,10 +275,10 @@ struct SnapshotCache: Sendable {
 
 /// Checks that a path is a regular, readable file, with messages that say what to do.
 enum SourceCheck {
-    /// Opens `path` for reading and returns the descriptor, once `fstat` of that very descriptor
-    /// says it is a regular file: whatever is swapped in between a check and the open (a FIFO, a
-    /// device, a folder) is what gets checked.
-    static func openRegularFile(_ path: String) throws(TransferFailure) -> Int32 {
+    /// Opens `path` for reading and returns the descriptor and its `fstat`, once that says it is a
+    /// regular file: whatever is swapped in between a check and the open (a FIFO, a device, a
+    /// folder) is what gets checked.
+    static func openRegularFile(_ path: String) throws(TransferFailure) -> (fd: Int32, info: stat) {
         // A stat first, only to refuse devices without opening them (opening one can have effects).
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -302,7 +301,7 @@ enum SourceCheck {
             close(fd)
             throw error
         }
-        return fd
+        return (fd, info)
     }
 
     private static func requireRegularFile(_ info: stat, _ path: String) throws(TransferFailure) {

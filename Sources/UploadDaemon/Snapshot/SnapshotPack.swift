@@ -77,13 +77,15 @@ extension SnapshotCache {
         _ source: String, mode: SnapshotMode, to pack: Int32, at end: inout Int64, path: String
     ) -> Result<SourceSnapshot, TransferFailure> {
         let sourceFD: Int32
+        let original: SourceSnapshot
         do {
-            sourceFD = try SourceCheck.openRegularFile(source)
+            let (fd, info) = try SourceCheck.openRegularFile(source)
+            sourceFD = fd
+            original = SnapshotCache.original(source, info)
         } catch {
             return .failure(error)
         }
         defer { close(sourceFD) }
-        let original = original(source, fd: sourceFD)
         var copied: Int64 = 0
         var failure: SystemError?
         do {

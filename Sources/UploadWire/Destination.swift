@@ -72,7 +72,11 @@ public enum Destination: Sendable, Equatable {
             let name = String(text[..<colon])
             guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." })
             else { throw fail("unknown scheme") }
-            return .remote(name: name, path: String(text[text.index(after: colon)...]))
+            let path = text[text.index(after: colon)...]
+            // A URL of a scheme uploadd does not speak (ftp://, sftp://, webdav://), not a remote
+            // named like one: otherwise the add fails with "no remote named 'ftp'".
+            if path.hasPrefix("//") { throw fail("uploadd does not upload to \(name):// URLs") }
+            return .remote(name: name, path: String(path))
         }
         throw fail("no scheme")
     }

@@ -44,6 +44,9 @@ struct DestinationTests {
         ("/just/a/path", "no scheme"),
         ("bad name:x", "unknown scheme"),
         (":path", "unknown scheme"),
+        ("ftp://host/dir/", "does not upload to ftp:// URLs"),
+        ("sftp://me@host/x", "does not upload to sftp:// URLs"),
+        ("webdav://host/", "does not upload to webdav:// URLs"),
     ])
     func refuses(text: String, reason: String) {
         let error = #expect(throws: Destination.ParseError.self) { try Destination.parse(text) }

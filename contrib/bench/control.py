@@ -1,9 +1,11 @@
 """Scenarios of the daemon itself: adds and list (5), restart (6), memory (7), idle cost (8),
-uploadctl's start-to-exit time (9), the queue's size from 1,000 to 1,000,000 jobs (13)."""
+uploadctl's start-to-exit time (9), the queue's size from 1,000 to 1,000,000 jobs (13), a dead
+server (14)."""
 
 import json
 import shlex
 import shutil
+import socket
 import time
 
 import measure
@@ -312,3 +314,46 @@ def queue_scaling(b: Bench) -> dict:
         rows.append(row("the next size", "", None, not_run=failure))
     return {"title": "queue size: " + ", ".join(f"{n:,}" for n in sizes) + " queued jobs", "raw": per_size,
             "rows": rows}
+
+
+def dead_server(b: Bench) -> dict:
+    """Every job's server refuses connections: what the retries cost the daemon while they back off."""
+    files = b.small_files("small")
+    seconds = b.size["dead_seconds"]
+
+    def attempts(d: Uploadd) -> int:
+        listed = json.loads(d.ctl("--json", "list", check="uploadctl list").stdout)
+        return sum(job["attempts"] for job in listed["jobs"])
+
+    def one(i):
+        # Bound and never listening: every connect to it is refused, and no other process can take it.
+        refuser = socket.socket()
+        refuser.bind(("127.0.0.1", 0))
+        try:
+            with fresh_uploadd(b.dir / "dead", b.registry) as d:
+                d.ctl("add", *map(str, files), "--to", f"http://127.0.0.1:{refuser.getsockname()[1]}/dead/",
+                      "--protocol", "put", "--snapshot", "none", check="uploadctl add")
+                time.sleep(2)  # past the first attempts of all of them
+                tried_before = attempts(d)
+                cpu_before = d.cpu()
+                time.sleep(seconds)
+                cpu = d.cpu() - cpu_before
+                tried = attempts(d) - tried_before
+        finally:
+            refuser.close()
+        if tried <= 0:
+            raise RuntimeError(f"no attempt in {seconds} s against a server that refuses connections")
+        return {"cpu_s": cpu, "attempts_per_s": tried / seconds, "us_per_attempt": cpu / tried * 1e6,
+                "cpu_percent": cpu / seconds * 100}
+
+    raw, failed = b.alternate([("uploadd", one)], runs=min(b.runs, 3))
+    r, why = raw["uploadd"], failed.get("uploadd")
+    title = (f"{len(files):,} jobs to a server that refuses connections, {seconds} s of retries from 2 s after "
+             "the add")
+    return {"title": title, "raw": raw, "rows": [
+        row("daemon CPU per failed attempt", "µs", values(r, "us_per_attempt"), target="≤ 500 µs",
+            check=("value", "<=", 500), not_run=why),
+        row("failed attempts per second", "/s", values(r, "attempts_per_s"), target="(informative)", not_run=why),
+        row("daemon CPU", "%", values(r, "cpu_percent"), target="(informative)", not_run=why),
+    ]}
+

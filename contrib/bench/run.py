@@ -51,8 +51,9 @@ SCENARIOS = [
     ("11", images.image_prep),
     ("12", transfers.put_tiny),
     ("13", control.queue_scaling),
+    ("14", control.dead_server),
 ]
-WITHOUT_SERVERS = {"8", "9", "10"}
+WITHOUT_SERVERS = {"8", "9", "10", "14"}
 
 
 class Interrupted(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
@@ -67,7 +68,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and 1 run each (a smoke run, ~1 min)")
     parser.add_argument("--runs", type=int, help="runs per contender (default 5, --quick 1)")
-    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 13")
+    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 14")
     parser.add_argument("--out", type=Path,
                         help="the markdown table; the JSON goes beside it (default: contrib/bench/RESULTS.md for "
                              "a full run of every scenario, else .build/bench-results/RESULTS.md)")

@@ -75,7 +75,9 @@ final class AddCommandTests {
     /// Every destination mistake a check can find is found at `add`, as a usage error (64) that
     /// says what to write instead, and nothing is queued.
     @Test(arguments: [
-        (["--to", "htp://example.org/"], "no remote named 'htp'"),
+        (["--to", "htp://example.org/"], "uploadd does not upload to htp:// URLs; use http(s)://"),
+        (["--to", "ftp://example.org/dir/"], "uploadd does not upload to ftp:// URLs"),
+        (["--to", "nas:photos/"], "no remote named 'nas'"),
         (["--to", "x"], "no scheme"),
         (["--to", "http://127.0.0.1:1/dir/#frag"], "a fragment (#...) is never sent"),
         (["--to", "file:///tmp/dir/?x=1"], "takes no query"),

@@ -167,10 +167,15 @@ struct SchedulerAttemptTests {
         let harness = try await SchedulerHarness()
         let path = try harness.directory.write("src/x.bin", "x")
         let error = await #expect(throws: RPCError.self) {
-            try await harness.scheduler.add(AddParams(source: path, destination: "htp://example.org/"))
+            try await harness.scheduler.add(AddParams(source: path, destination: "nas:photos/"))
         }
         #expect(error?.code == RPCError.invalidParamsCode)
-        #expect(error?.message.contains("no remote named 'htp'") == true)
+        #expect(error?.message.contains("no remote named 'nas'") == true)
+        // A mistyped scheme is not taken for a remote's name.
+        let typo = await #expect(throws: RPCError.self) {
+            try await harness.scheduler.add(AddParams(source: path, destination: "htp://example.org/"))
+        }
+        #expect(typo?.message.contains("uploadd does not upload to htp:// URLs") == true)
         #expect(await harness.scheduler.list(states: nil, ids: nil).isEmpty)
         await harness.stop()
     }

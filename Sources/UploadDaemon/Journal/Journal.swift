@@ -496,8 +496,6 @@ final class Journal: Sendable {
         state.withLock { $0.fileBytes += Int64(bytes.count) }
     }
 
-    /// Compaction: write the live state to a temp file, fsync, rename over the journal, fsync the
-    /// directory, then continue appending to the new file.
     /// A journal file holding `records`: the header, then the records encoded in parts, across
     /// the cores when there are many.
     static func fileContents(_ records: [JournalRecord]) -> [[UInt8]] {
@@ -507,6 +505,8 @@ final class Journal: Sendable {
             + Parallel.map(parts: parts) { JournalFormat.encode(Array(records[ranges[$0]])) }
     }
 
+    /// Compaction: write the live state (`parts`, one after the other) to a temp file, fsync,
+    /// rename over the journal, fsync the directory, then continue appending to the new file.
     private func replaceFile(with parts: [[UInt8]]) throws {
         let temp = directory + "/journal.compacting"
         unlink(temp)  // a leftover of a crash; never written through (O_EXCL | O_NOFOLLOW)

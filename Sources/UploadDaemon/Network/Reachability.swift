@@ -19,9 +19,19 @@ final class Reachability: Sendable {
         case unknown
     }
 
+    /// A host's answer, and when it was looked up.
+    private struct LookUp {
+        var answer: Answer
+        var at: ContinuousClock.Instant
+
+        /// The answer, unless a `fresh` one is wanted and this is older than `recheckInterval`.
+        func answer(fresh: Bool, now: ContinuousClock.Instant) -> Answer? {
+            !fresh || now - at < Reachability.recheckInterval ? answer : nil
+        }
+    }
+
     private struct Cache {
-        /// Each host's answer, and when it was looked up.
-        var answers: [String: (answer: Answer, at: ContinuousClock.Instant)] = [:]
+        var answers: [String: LookUp] = [:]
         /// The host of each URL's text up to its path (`https://user@host:port`): `known` finds
         /// an answer without parsing the URL.
         var hosts: [Substring: String] = [:]
@@ -50,8 +60,7 @@ final class Reachability: Sendable {
         guard let origin = Self.origin(of: url) else { return nil }
         let now = ContinuousClock.now
         return cache.withLock { cache in
-            guard let host = cache.hosts[origin], let known = cache.answers[host] else { return nil }
-            return !fresh || now - known.at < Self.recheckInterval ? known.answer : nil
+            cache.hosts[origin].flatMap { cache.answers[$0]?.answer(fresh: fresh, now: now) }
         }
     }
 
@@ -64,13 +73,12 @@ final class Reachability: Sendable {
         let now = ContinuousClock.now
         let known = cache.withLock { cache -> Answer? in
             if let origin { cache.hosts[origin] = host }
-            guard let known = cache.answers[host], !fresh || now - known.at < Self.recheckInterval else { return nil }
-            return known.answer
+            return cache.answers[host]?.answer(fresh: fresh, now: now)
         }
         if let known { return known }
         let answer = Self.lookUp(host)
         cache.withLock {
-            $0.answers[host] = (answer, now)
+            $0.answers[host] = LookUp(answer: answer, at: now)
             $0.lookUps += 1
         }
         return answer

@@ -182,7 +182,7 @@ public struct Job: Sendable, Equatable, Decodable {
         _modify { yield &fields.bytesAcked }
     }
     public var checkpoint: Checkpoint? {
-        @inlinable _read { yield storage.fields.rare.value.checkpoint }
+        @inlinable get { storage.fields.rare.checkpoint }
         _modify { yield &fields.rare.value.checkpoint }
     }
     /// Transfer attempts started, in all.
@@ -196,15 +196,15 @@ public struct Job: Sendable, Equatable, Decodable {
         _modify { yield &fields.failuresWithoutProgress }
     }
     public var nextAttemptAt: Date? {
-        @inlinable _read { yield storage.fields.rare.value.nextAttemptAt }
+        @inlinable get { storage.fields.rare.nextAttemptAt }
         _modify { yield &fields.rare.value.nextAttemptAt }
     }
     public var error: JobError? {
-        @inlinable _read { yield storage.fields.rare.value.error }
+        @inlinable get { storage.fields.rare.error }
         _modify { yield &fields.rare.value.error }
     }
     public var result: JobResult? {
-        @inlinable _read { yield storage.fields.rare.value.result }
+        @inlinable get { storage.fields.rare.result }
         _modify { yield &fields.rare.value.result }
     }
     public var createdAt: Date {
@@ -228,12 +228,12 @@ public struct Job: Sendable, Equatable, Decodable {
     /// When the current run of failed attempts began (nil while none failed): the time budget of
     /// `RetryPolicy` counts from here.
     public var failingSince: Date? {
-        @inlinable _read { yield storage.fields.rare.value.failingSince }
+        @inlinable get { storage.fields.rare.failingSince }
         _modify { yield &fields.rare.value.failingSince }
     }
     /// The file preparation made, once made: what every attempt sends instead of the snapshot.
     public var prepared: PreparedFile? {
-        @inlinable _read { yield storage.fields.rare.value.prepared }
+        @inlinable get { storage.fields.rare.prepared }
         _modify { yield &fields.rare.value.prepared }
     }
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
@@ -362,13 +362,22 @@ extension Job {
 
         @usableFromInline static let none = RareFields()
 
-        /// Read in place: reading one field copies none of the others.
+        /// All of them, for a change (which makes a new box).
         @usableFromInline var value: RareFields {
-            @inlinable _read {
-                if let box { yield box.value } else { yield Self.none }
-            }
+            get { box?.value ?? Self.none }
             set { box = newValue == Self.none ? nil : Box(newValue) }
         }
+
+        // Each one read from the box on its own, copying none of the others. Plain getters: a
+        // `_read` here (yielding from the box or from `none`) was ended by Swift 6.3's optimizer
+        // before `Job.write(to:)` had read what it yielded, a use after free that AddressSanitizer
+        // caught and that crashed the daemon when the freed frame was reused.
+        @inlinable var checkpoint: Checkpoint? { box?.value.checkpoint }
+        @inlinable var nextAttemptAt: Date? { box?.value.nextAttemptAt }
+        @inlinable var error: JobError? { box?.value.error }
+        @inlinable var result: JobResult? { box?.value.result }
+        @inlinable var failingSince: Date? { box?.value.failingSince }
+        @inlinable var prepared: PreparedFile? { box?.value.prepared }
 
         @usableFromInline static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
     }

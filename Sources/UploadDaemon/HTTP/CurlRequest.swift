@@ -41,11 +41,13 @@ final class CurlRequest {
     /// many of them were counted so far.
     private let meter: ProgressMeter?
     private var countedOnWire: Int64 = 0
+    /// The upload buffer asked of libcurl (which keeps it with the handle, see `EasyHandlePool`).
+    private var uploadBufferSize = Int.max
 
     /// `sharedLimit`: the global bandwidth limit when the request is made, which sizes the upload
     /// buffer as its own limit does (the buffer cannot change once the transfer runs).
     init(_ request: HTTPRequest, meter: ProgressMeter?, sharedLimit: Int64? = nil) throws(TransferFailure) {
-        guard let handle = curl_easy_init() else { throw .network("libcurl could not create a handle") }
+        guard let handle = EasyHandlePool.take() else { throw .network("libcurl could not create a handle") }
         self.request = request
         self.handle = handle
         self.meter = meter
@@ -53,7 +55,7 @@ final class CurlRequest {
     }
 
     deinit {
-        curl_easy_cleanup(handle)
+        EasyHandlePool.giveBack(handle, uploadBufferSize: uploadBufferSize)
         if let headerList { curl_slist_free_all(headerList) }
         if let mime { curl_mime_free(mime) }
         errorBuffer.deallocate()
@@ -222,9 +224,10 @@ final class CurlRequest {
 
     private func configure(meter: ProgressMeter?, sharedLimit: Int64?) throws(TransferFailure) {
         let opaqueSelf = Unmanaged.passUnretained(self).toOpaque()
-        func set(_ result: CURLcode, _ what: String) throws(TransferFailure) {
+        // `what` is only worked out for the error (the URL's redaction scans it, for every request).
+        func set(_ result: CURLcode, _ what: @autoclosure () -> String) throws(TransferFailure) {
             if result != CURLE_OK {
-                throw .config("libcurl refused \(what): \(String(cString: curl_easy_strerror(result)))")
+                throw .config("libcurl refused \(what()): \(String(cString: curl_easy_strerror(result)))")
             }
         }
         try set(
@@ -235,10 +238,9 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
-        _ = CCurl_easy_setopt_long(
-            handle, CURLOPT_UPLOAD_BUFFERSIZE,
-            Self.uploadBufferSize(
-                rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length))
+        uploadBufferSize = Self.uploadBufferSize(
+            rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length)
+        _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, uploadBufferSize)
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
         _ = CCurl_easy_setopt_write_function(handle, curlWrite)

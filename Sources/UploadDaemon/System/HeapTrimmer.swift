@@ -20,6 +20,7 @@ enum HeapTrimmer {
     /// Gives freed memory back to the kernel. Takes a few milliseconds with a big heap: call it
     /// when nothing waits on it.
     static func trim() {
+        EasyHandlePool.drain()
         _ = CShims_trim_heap()
     }
 

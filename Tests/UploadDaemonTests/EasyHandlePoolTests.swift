@@ -15,11 +15,11 @@ struct EasyHandlePoolTests {
     @Test func aSmallRequestsHandleIsKeptUpToTheCapacityAndABigOnesIsNot() throws {
         EasyHandlePool.drain()
         let handles = try (0...EasyHandlePool.capacity).map { _ in try #require(EasyHandlePool.take()) }
-        for handle in handles { EasyHandlePool.giveBack(handle, uploadBufferSize: 16 << 10) }
+        for handle in handles { EasyHandlePool.giveBack(handle, uploadBufferSize: 16 << 10) {} }
         #expect(EasyHandlePool.idleCount == EasyHandlePool.capacity, "one past the capacity is cleaned up")
         let taken = try #require(EasyHandlePool.take())
         #expect(handles.contains(taken), "a kept handle is handed out again")
-        EasyHandlePool.giveBack(taken, uploadBufferSize: EasyHandlePool.largestKeptUploadBuffer + 1)
+        EasyHandlePool.giveBack(taken, uploadBufferSize: EasyHandlePool.largestKeptUploadBuffer + 1) {}
         #expect(EasyHandlePool.idleCount == EasyHandlePool.capacity - 1, "a handle with a big upload buffer goes")
         EasyHandlePool.drain()
         #expect(EasyHandlePool.idleCount == 0)

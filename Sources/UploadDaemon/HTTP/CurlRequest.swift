@@ -55,10 +55,12 @@ final class CurlRequest {
     }
 
     deinit {
-        EasyHandlePool.giveBack(handle, uploadBufferSize: uploadBufferSize)
-        if let headerList { curl_slist_free_all(headerList) }
-        if let mime { curl_mime_free(mime) }
-        errorBuffer.deallocate()
+        let (headerList, mime, errorBuffer) = (headerList, mime, errorBuffer)
+        EasyHandlePool.giveBack(handle, uploadBufferSize: uploadBufferSize) {
+            if let headerList { curl_slist_free_all(headerList) }
+            if let mime { curl_mime_free(mime) }
+            errorBuffer.deallocate()
+        }
     }
 
     /// Whether it uploads a body (a share of the global bandwidth limit goes to those only).

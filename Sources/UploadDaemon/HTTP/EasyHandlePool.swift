@@ -30,13 +30,19 @@ enum EasyHandlePool {
     }
 
     /// Takes back the handle of a finished request (no longer in the multi handle): reset and kept
-    /// when there is room and its upload buffer is small, else cleaned up.
-    static func giveBack(_ handle: UnsafeMutableRawPointer, uploadBufferSize: Int) {
+    /// when there is room and its upload buffer is small, else cleaned up. `freeAttachments` frees
+    /// what the request's options pointed to (headers, MIME parts, error buffer): it runs once the
+    /// handle has forgotten them, and before another request can take the handle.
+    static func giveBack(
+        _ handle: UnsafeMutableRawPointer, uploadBufferSize: Int, freeAttachments: () -> Void
+    ) {
         guard uploadBufferSize <= largestKeptUploadBuffer else {
             curl_easy_cleanup(handle)
+            freeAttachments()
             return
         }
         curl_easy_reset(handle)
+        freeAttachments()
         let kept = idle.withLock { idle in
             guard idle.count < capacity else { return false }
             idle.append(IdleHandle(pointer: handle))

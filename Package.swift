@@ -50,7 +50,8 @@ let package = Package(
         .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire", "TestSupport"]),
-        .testTarget(name: "UploadControlTests", dependencies: ["UploadControl", "UploadWire", "TestSupport"]),
+        .testTarget(
+            name: "UploadControlTests", dependencies: ["UploadControl", "UploadClient", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["UploadCore", "UploadWire", "UploadClient", "TestSupport"]),
     ],

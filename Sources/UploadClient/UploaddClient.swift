@@ -135,18 +135,24 @@ public final class UploaddClient: Sendable {
     /// cancelled or the daemon goes. Views older than one already yielded for the same job (by
     /// `revision`) are dropped, so a consumer never goes back in time. With `snapshot`, the jobs
     /// the filters match come first. Ends with `SubscriptionOverflow` if the daemon dropped us for
-    /// reading too slowly: subscribe again with `snapshot`.
+    /// reading too slowly: subscribe again with `snapshot` (`wait` does so by itself).
     public func events(_ params: SubscribeParams = SubscribeParams()) -> AsyncThrowingStream<Event, any Error> {
-        let socketPath = self.socketPath
-        return AsyncThrowingStream { continuation in
-            let reader = EventReader(socketPath: socketPath, params: params, continuation: continuation)
+        AsyncThrowingStream { continuation in
+            let reader = EventReader(socketPath: socketPath, params: params) { delivery in
+                if case .event(let event) = delivery { continuation.yield(event) }
+            } finish: { error in
+                continuation.finish(throwing: error)
+            }
             continuation.onTermination = { _ in reader.stop() }
             reader.start()
         }
     }
 
     /// Waits until every job named has ended (completed, failed, canceled, or removed) and returns
-    /// their last views; throws `CancellationError` past `timeout`.
+    /// their last views (a removed job's is its last one seen, if any); throws `RPCError` (job not
+    /// found) for an ID the daemon does not know when waiting begins, `CancellationError` past
+    /// `timeout`. Hears only of ends (and `queued`), and subscribes again by itself if it falls
+    /// behind (`SubscriptionOverflow`), however many jobs.
     public func wait(for ids: [JobID], timeout: Duration? = nil) async throws -> [JobInfo] {
         try await withThrowingTaskGroup(of: [JobInfo]?.self) { group in
             group.addTask { try await self.waitWithoutTimeout(ids) }
@@ -162,23 +168,60 @@ public final class UploaddClient: Sendable {
         }
     }
 
+    /// A waiter hears of ends, and of `queued` (a job retried after it ended goes on): each
+    /// job's "running" costs the daemon and the client an event otherwise.
+    static let waitedStates: [JobState] = JobState.allCases.filter(\.isTerminal) + [.queued]
+
     private func waitWithoutTimeout(_ ids: [JobID]) async throws -> [JobInfo] {
         var pending = Set(ids)
         var last: [JobID: JobInfo] = [:]
-        guard !pending.isEmpty else { return [] }
-        for try await event in events(SubscribeParams(ids: ids, kinds: [.state, .removed], snapshot: true)) {
-            switch event {
-            case .state(let job):
-                last[job.id] = job
-                if job.state.isTerminal { pending.remove(job.id) }
-            case .removed(let id):
-                pending.remove(id)
-            case .progress:
-                break
+        var states: [JobState]? = Self.waitedStates
+        var firstSnapshot = true
+        while !pending.isEmpty {
+            try Task.checkCancellation()
+            let params = SubscribeParams(
+                ids: ids.filter { pending.contains($0) }, kinds: [.state, .removed], states: states, snapshot: true)
+            do {
+                for try await delivery in deliveries(params) {
+                    switch delivery {
+                    case .snapshotListed(let listed):
+                        // Not listed: unknown at first; removed while we were cut off, later.
+                        if firstSnapshot, let missing = ids.first(where: { !listed.contains($0) }) {
+                            throw RPCError.jobNotFound(missing)
+                        }
+                        firstSnapshot = false
+                        pending.formIntersection(listed)
+                    case .event(.state(let job)):
+                        last[job.id] = job
+                        if job.state.isTerminal { pending.remove(job.id) }
+                    case .event(.removed(let id)):
+                        pending.remove(id)
+                    case .event(.progress):
+                        break
+                    }
+                    if pending.isEmpty && !firstSnapshot { break }
+                }
+            } catch is SubscriptionOverflow {
+                continue  // fell behind: again, with a snapshot of the jobs still pending
+            } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
+                states = nil  // an older daemon: every state
+                continue
             }
-            if pending.isEmpty { break }
         }
         return ids.compactMap { last[$0] }
+    }
+
+    /// A subscription's events, and which jobs its snapshot listed (before any event).
+    private func deliveries(_ params: SubscribeParams) -> AsyncThrowingStream<EventReader.Delivery, any Error> {
+        AsyncThrowingStream { continuation in
+            let reader = EventReader(socketPath: socketPath, params: params) { delivery in
+                continuation.yield(delivery)
+            } finish: { error in
+                continuation.finish(throwing: error)
+            }
+            continuation.onTermination = { _ in reader.stop() }
+            reader.start()
+        }
     }
 
     // MARK: - The queue
@@ -215,42 +258,54 @@ private struct SendableCall: Sendable {
 
 /// Reads one subscription on a thread of its own (the socket calls block).
 private final class EventReader: Sendable {
+    /// What a reader hands on: events, and (with `snapshot`) which jobs the snapshot listed,
+    /// after their views and before any later event: a job missing from it does not exist.
+    enum Delivery: Sendable {
+        case event(UploaddClient.Event)
+        case snapshotListed(Set<JobID>)
+    }
+
     let socketPath: String
     let params: SubscribeParams
-    let continuation: AsyncThrowingStream<UploaddClient.Event, any Error>.Continuation
+    private let deliver: @Sendable (Delivery) -> Void
+    /// Called once, last: nil when stopped, else why the subscription ended.
+    private let finish: @Sendable ((any Error)?) -> Void
     private let stopped = Mutex(false)
 
     init(
-        socketPath: String, params: SubscribeParams,
-        continuation: AsyncThrowingStream<UploaddClient.Event, any Error>.Continuation
+        socketPath: String, params: SubscribeParams, deliver: @escaping @Sendable (Delivery) -> Void,
+        finish: @escaping @Sendable ((any Error)?) -> Void
     ) {
         self.socketPath = socketPath
         self.params = params
-        self.continuation = continuation
+        self.deliver = deliver
+        self.finish = finish
     }
 
     func stop() { stopped.withLock { $0 = true } }
     private var isStopped: Bool { stopped.withLock { $0 } }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in finish(run()) }
         thread.name = "uploadd-client-events"
         thread.start()
     }
 
-    private func run() {
+    /// Reads until stopped (nil) or until the subscription ends (why).
+    private func run() -> (any Error)? {
         var newest: [JobID: UInt64] = [:]
-        /// Yields a view unless a newer one of the same job was yielded already.
+        /// Hands on a view unless a newer one of the same job was handed on already.
         func yield(_ event: UploaddClient.Event, id: JobID, revision: UInt64) {
             if let seen = newest[id], revision < seen { return }
             newest[id] = revision
-            continuation.yield(event)
+            deliver(.event(event))
         }
         do {
             let connection = try DaemonConnection(socketPath: socketPath)
             let answer = try connection.call(.subscribe, params: params, as: SnapshotAnswer.self)
             // Events that came with the answer are older or newer than the snapshot: revisions sort it out.
             for job in answer.jobs ?? [] { yield(.state(job), id: job.id, revision: job.revision) }
+            if let jobs = answer.jobs { deliver(.snapshotListed(Set(jobs.map(\.id)))) }
             var queued = connection.takeQueuedNotifications()[...]
             while !isStopped {
                 let notification: RPCNotification
@@ -270,23 +325,19 @@ private final class EventReader: Sendable {
                     yield(.progress(progress), id: progress.id, revision: progress.revision)
                 case .removed:
                     let removed = try notification.params.decode(JobSelection.self)
-                    if let id = removed.id { continuation.yield(.removed(id)) }
+                    if let id = removed.id { deliver(.event(.removed(id))) }
                 case .overflow:
-                    let message: String
                     if case .string(let text)? = notification.params.objectValue?["message"] {
-                        message = text
-                    } else {
-                        message = "too many unread events"
+                        return SubscriptionOverflow(message: text)
                     }
-                    continuation.finish(throwing: SubscriptionOverflow(message: message))
-                    return
+                    return SubscriptionOverflow(message: "too many unread events")
                 case nil:
                     continue  // an event a newer daemon added: ignored, as the protocol says
                 }
             }
-            continuation.finish()
+            return nil
         } catch {
-            continuation.finish(throwing: error)
+            return error
         }
     }
 

@@ -131,42 +131,23 @@ enum JobWaiter {
     /// notifications until every job is terminal or `deadline` passes (then the tracker is not
     /// finished). `onStart` sees the states read at first; `onNotification` sees every
     /// notification for these jobs, after the tracker took it in. Progress events come only with
-    /// `progress` (for bars).
+    /// `progress` (for bars). Cut off for reading too slowly (`events.overflow`), it connects
+    /// again and subscribes to the jobs not yet ended, with a snapshot: the states it missed come
+    /// to `onNotification` as `job.state`, and a job the snapshot lacks was removed meanwhile.
     static func follow<Job: TrackedJob>(
         _ selection: Selection, as _: Job.Type, on connection: DaemonConnection,
         until deadline: ContinuousClock.Instant?, progress: Bool = false, onStart: (JobTracker<Job>) -> Void = { _ in },
         onNotification: (RPCNotification, JobTracker<Job>) -> Void = { _, _ in }
     ) throws -> JobTracker<Job> {
-        let kinds: [ControlEvent]? = progress ? nil : [.state, .removed]
-        var states = progress ? nil : waitedStates
-        var jobFields = Job.subscribedFields
-        var current: [Job]
-        while true {
-            do {
-                current = try connection.call(
-                    .subscribe, params: selection.subscription(kinds: kinds, states: states, jobFields: jobFields),
-                    as: TrackedJobs<Job>.self
-                ).jobs
-                break
-            } catch let refusal as RPCError
-                where jobFields != nil && refusal.message.contains("unknown key 'job_fields'")
-            {
-                jobFields = nil  // an older daemon: whole jobs, which decode as well
-            } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
-                states = nil  // an older daemon still: every state, as before
-            }
-        }
+        var subscription = Subscription<Job>(progress: progress)
+        var connection = connection
+        let current = try subscription.subscribe(selection, on: connection)
         let ids = try selection.ids(in: current.map(\.id))
         var tracker = JobTracker<Job>(ids: ids)
         // Subscribed first, so nothing is missed. What arrived before the answer may be older or newer.
-        let early = connection.takeQueuedNotifications()
         current.forEach { tracker.update($0) }
         onStart(tracker)
-        for notification in early where notification.method == ControlEvent.state.rawValue {
-            if let job = try? notification.params.decode(Job.self), tracker.updateIfNewer(job) {
-                onNotification(notification, tracker)
-            }
-        }
+        takeEarly(connection.takeQueuedNotifications(), into: &tracker, onNotification: onNotification)
         while !tracker.isFinished {
             guard let notification = try connection.nextNotification(until: deadline) else { break }
             if notification.method == ControlEvent.state.rawValue,
@@ -177,10 +158,20 @@ enum JobWaiter {
                 let id = try? notification.params.decode(JobSelection.self).id
             {
                 tracker.markRemoved(id)
+            } else if notification.method == ControlEvent.overflow.rawValue {
+                // The daemon closes this connection after it: go on with a new one.
+                connection = try DaemonConnection(socketPath: connection.socketPath)
+                let unfinished = tracker.unfinishedIDs
+                let snapshot = try subscription.subscribeAgain(to: unfinished, on: connection)
+                let listed = Set(snapshot.compactMap { try? $0.decode(Job.self).id })
+                unfinished.filter { !listed.contains($0) }.forEach { tracker.markRemoved($0) }
+                let missed = snapshot.map { RPCNotification(method: ControlEvent.state.rawValue, params: $0) }
+                takeEarly(missed + connection.takeQueuedNotifications(), into: &tracker, onNotification: onNotification)
+                continue
             }
             onNotification(notification, tracker)
         }
-        if !tracker.isFinished && states != nil {
+        if !tracker.isFinished && subscription.states != nil {
             // Timed out: what the others are doing now (paused? waiting for the network?), which
             // the narrowed subscription did not say.
             let now = try connection.call(
@@ -188,6 +179,67 @@ enum JobWaiter {
             now.jobs.forEach { tracker.update($0) }
         }
         return tracker
+    }
+
+    /// Takes in states that may be older than what the tracker knows (they came with or before a
+    /// snapshot): only those newer by revision reach `onNotification`.
+    private static func takeEarly<Job: TrackedJob>(
+        _ notifications: [RPCNotification], into tracker: inout JobTracker<Job>,
+        onNotification: (RPCNotification, JobTracker<Job>) -> Void
+    ) {
+        for notification in notifications where notification.method == ControlEvent.state.rawValue {
+            if let job = try? notification.params.decode(Job.self), tracker.updateIfNewer(job) {
+                onNotification(notification, tracker)
+            }
+        }
+    }
+
+    /// What a waiter subscribes to, narrowed as far as the daemon allows: older daemons refuse
+    /// `job_fields`, and older still `states`; each refusal is remembered for the next subscription.
+    private struct Subscription<Job: TrackedJob> {
+        let kinds: [ControlEvent]?
+        var states: [JobState]?
+        var jobFields = Job.subscribedFields
+
+        init(progress: Bool) {
+            kinds = progress ? nil : [.state, .removed]
+            states = progress ? nil : waitedStates
+        }
+
+        /// Subscribes with a snapshot: the selected jobs' current states.
+        mutating func subscribe(_ selection: Selection, on connection: DaemonConnection) throws -> [Job] {
+            try subscribe(selection, on: connection, as: TrackedJobs<Job>.self).jobs
+        }
+
+        /// Subscribes with a snapshot to the jobs still followed: their states, as sent.
+        mutating func subscribeAgain(to ids: [JobID], on connection: DaemonConnection) throws -> [JSONValue] {
+            try subscribe(.ids(ids), on: connection, as: RawJobs.self).jobs
+        }
+
+        private mutating func subscribe<Answer: Decodable>(
+            _ selection: Selection, on connection: DaemonConnection, as answer: Answer.Type
+        ) throws -> Answer {
+            while true {
+                do {
+                    return try connection.call(
+                        .subscribe, params: selection.subscription(kinds: kinds, states: states, jobFields: jobFields),
+                        as: answer)
+                } catch let refusal as RPCError
+                    where jobFields != nil && refusal.message.contains("unknown key 'job_fields'")
+                {
+                    jobFields = nil  // an older daemon: whole jobs, which decode as well
+                } catch let refusal as RPCError
+                    where states != nil && refusal.message.contains("unknown key 'states'")
+                {
+                    states = nil  // an older daemon still: every state, as before
+                }
+            }
+        }
+    }
+
+    /// `{"jobs": [...]}` as sent, for jobs passed on as notifications.
+    private struct RawJobs: Decodable {
+        var jobs: [JSONValue]
     }
 
     /// Follows the jobs without bars, then reports: whole jobs for `--json`, else only what the

@@ -167,6 +167,60 @@ final class ClientLibraryTests {
         #expect(!daemon.log(tail: 100_000).contains("events behind"))
     }
 
+    /// A waiter the daemon cuts off for reading too slowly (`events.overflow`) connects again and
+    /// goes on from a snapshot of the jobs not yet ended: `uploadctl watch` stopped (SIGSTOP)
+    /// while 2,000 jobs are paused and resumed three times (more than 4 MiB of events), then
+    /// canceled; once it runs again, it sees every job end and exits 1 (not all completed), not 69
+    /// (connection lost). The library's `wait`, reading all along, sees the same ends.
+    @Test func aWatcherCutOffForReadingTooSlowlyGoesOnFromASnapshot() async throws {
+        let daemon = try DaemonProcess(name: "client-overflow")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        // Nothing listens on port 9 of loopback: the jobs wait to retry, and never end by themselves.
+        let (jobs, errors) = try await client.add(
+            try makeFiles(2_000, in: "overflow").map { AddParams(source: $0, destination: "http://127.0.0.1:9/x/") })
+        #expect(jobs.count == 2_000 && errors.isEmpty)
+        let ids = jobs.map(\.id)
+
+        let out = files.appendingPathComponent("overflow-watch.txt").path
+        let err = files.appendingPathComponent("overflow-watch.err").path
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        let watch = ChildProcess()
+        watch.executableURL = TestPaths.binaries.appendingPathComponent("uploadctl")
+        watch.arguments = ["--socket", daemon.socket, "watch"] + ids.map(\.description)
+        watch.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        watch.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        try watch.run()
+        defer {
+            kill(watch.processIdentifier, SIGCONT)
+            watch.terminate()
+            watch.waitUntilExit()
+        }
+        // Subscribed once it printed each job's state at the start.
+        #expect(
+            eventually(timeout: 60) {
+                ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2_000
+            })
+        kill(watch.processIdentifier, SIGSTOP)
+        let waiter = Task { try await client.wait(for: ids, timeout: .seconds(300)) }
+        for _ in 0..<3 {
+            _ = try await client.pause(JobSelection(all: true))
+            _ = try await client.resume(JobSelection(all: true))
+        }
+        #expect(
+            eventually(timeout: 60) { daemon.log(tail: 100_000).contains("events behind") }, "the watcher was cut off")
+        _ = try await client.cancel(JobSelection(all: true))
+        kill(watch.processIdentifier, SIGCONT)
+        #expect(eventually(timeout: 120) { !watch.isRunning })
+        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(watch.terminationStatus == 1, "\(stderr.suffix(2_000))")
+        #expect(stderr.isEmpty, "\(stderr.suffix(2_000))")
+        let ended = try await waiter.value
+        #expect(ended.count == 2_000 && ended.allSatisfy { $0.state == .canceled })
+    }
+
     /// `job_fields` narrows the snapshot and every `job.state` to the keys asked for (with `id` and
     /// `state`); a name no job has is refused with the names there are.
     @Test func jobFieldsNarrowTheSnapshotAndTheEvents() async throws {

@@ -137,6 +137,37 @@ import UploadWire
                 ]))
     }
 
+    /// Cut off for reading too slowly, a waiter connects again and subscribes with a snapshot to
+    /// the jobs not yet ended; one the snapshot lacks was removed while it was away.
+    @Test func aWaitCutOffByEventsOverflowSubscribesAgainToTheJobsNotEnded() throws {
+        // Job 2 ended and job 3 was removed meanwhile: no event says so, only the snapshot.
+        let daemon = try FakeDaemon.cuttingOffTheFirstSubscriber(
+            snapshot: (1...3).map { sampleJob(id: $0, state: .running) },
+            events: [sampleJob(id: 1, state: .completed)], then: [sampleJob(id: 2, state: .completed)])
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["wait", "1", "2", "3"], daemon: daemon, output: output) == .failure)
+        #expect(output.standardError == "uploadctl: job 3 was removed before it ended\n")
+        let requests = daemon.requestLines.flatMap(Wire.requests)
+        #expect(requests.map(\.method) == ["events.subscribe", "events.subscribe"])
+        #expect(
+            requests.map { $0.params?.objectValue?["ids"] } == [
+                .array([1, 2, 3].map { .number($0) }), .array([2, 3].map { .number($0) }),
+            ])
+        #expect(requests.allSatisfy { $0.params?.objectValue?["snapshot"] == .bool(true) })
+    }
+
+    /// `watch` prints what it missed while cut off, from the new snapshot, as `job.state` lines.
+    @Test func watchPrintsTheStatesItMissedWhileCutOff() throws {
+        let daemon = try FakeDaemon.cuttingOffTheFirstSubscriber(
+            snapshot: [sampleJob(id: 5, state: .running)], then: [sampleJob(id: 5, state: .completed)])
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(run(["--json", "watch", "5"], daemon: daemon, output: output) == .success)
+        let lines = output.standardOutput.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains(#""state":"completed""#), "\(output.standardOutput)")
+    }
+
     @Test func waitAsksForWholeJobsWithJSONAndNarrowedOnesWithout() throws {
         let daemon = try FakeDaemon { line in
             let request = Wire.requests(line)[0]

@@ -51,6 +51,25 @@ final class FakeDaemon: Sendable {
         }
     }
 
+    /// A daemon that cuts its first subscriber off as too slow: it answers with `snapshot`, sends
+    /// `events` and `events.overflow`, and hangs up; later subscriptions are answered with `then`.
+    static func cuttingOffTheFirstSubscriber(
+        snapshot: [JobInfo], events: [JobInfo] = [], then later: [JobInfo]
+    ) throws -> FakeDaemon {
+        let subscriptions = Mutex(0)
+        return try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            let isFirst = subscriptions.withLock {
+                $0 += 1
+                return $0 == 1
+            }
+            guard isFirst else { return [Wire.result(id: request.id, JobList(jobs: later))] }
+            return [Wire.result(id: request.id, JobList(jobs: snapshot))]
+                + events.map { Wire.notification(.state, $0) }
+                + [Wire.notification(.overflow, ["message": "more than 4 MiB of events unread"]), hangUp]
+        }
+    }
+
     /// Every request line received so far, in order.
     var requestLines: [String] { recorder.lines.withLock { $0 } }
 

@@ -292,6 +292,23 @@ class EventStreamLogicTests(unittest.TestCase):
         self.assertEqual(fake.requests[0]["params"]["states"], ["canceled", "completed", "failed", "queued"])
         self.assertNotIn("states", fake.requests[1]["params"])
 
+    def test_wait_cut_off_by_overflow_goes_on_and_a_job_removed_meanwhile_has_ended(self) -> None:
+        def script(request):
+            answer = {"jsonrpc": "2.0", "id": request["id"]}
+            if len(fake.requests) == 1:
+                answer["result"] = {"jobs": [{"id": 1, "state": "queued", "revision": 1},
+                                             {"id": 2, "state": "queued", "revision": 1}]}
+                return [answer, _note("events.overflow", {"message": "too slow"})]
+            # Job 1 ended and job 2 was removed meanwhile: only the snapshot says so.
+            answer["result"] = {"jobs": [{"id": 1, "state": "completed", "revision": 3}]}
+            return [answer]
+
+        fake = FakeDaemon(script)
+        self.addCleanup(fake.close)
+        final = ud.Client(fake.path, connect=False).wait([1, 2], timeout=10)
+        self.assertEqual([(j["id"], j["state"]) for j in final], [(1, "completed")])
+        self.assertEqual([r["method"] for r in fake.requests], ["events.subscribe", "events.subscribe"])
+
     def test_error_answer_raises_with_code(self) -> None:
         fake = FakeDaemon(lambda request: [{"jsonrpc": "2.0", "id": request["id"],
                                             "error": {"code": -32602, "message": "invalid params: x"}}])

@@ -1140,6 +1140,8 @@ class Client:
             try:
                 return self._wait_once(wanted, batch, deadline, timeout, missing_ok)
             except SubscriptionOverflow:
+                # Again, with a snapshot; a job it lacks now was removed while we were cut off.
+                missing_ok = True
                 continue
 
     def _waiting_stream(self, wanted: list[int] | None, batch: int | None) -> EventStream:

@@ -63,6 +63,8 @@ static const size_t CCurl_READFUNC_PAUSE = CURL_READFUNC_PAUSE;
 static const int CCurl_PAUSE_CONT = CURLPAUSE_CONT;
 
 static const long CCurl_AUTH_BASIC = (long)CURLAUTH_BASIC;
+static const long CCurl_HTTP_VERSION_1_1 = (long)CURL_HTTP_VERSION_1_1;
+static const long CCurl_HTTP_VERSION_2TLS = (long)CURL_HTTP_VERSION_2TLS;
 static const long CCurl_GLOBAL_ALL = CURL_GLOBAL_ALL;
 static const int CCurl_SEEKFUNC_OK = CURL_SEEKFUNC_OK;
 static const int CCurl_SEEKFUNC_FAIL = CURL_SEEKFUNC_FAIL;

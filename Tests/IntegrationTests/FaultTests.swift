@@ -500,4 +500,42 @@ final class FaultTests {
             #expect(job.attempts == 1, "\(remote)")
         }
     }
+
+    /// Uploads speak HTTP/1.1 even to a server that offers HTTP/2, unless the remote says
+    /// `http2 = true`: nginx's access log shows the protocol of each request.
+    @Test func uploadsUseHTTP1UnlessTheRemoteAllowsHTTP2() throws {
+        let tls = try TLSTestServer.load()
+        let directory = "dav/h2-\(UUID().uuidString.prefix(8))"
+        let config =
+            Self.config + """
+                [remote offered]
+                url = \(tls.http2URL)/\(directory)/one/
+                protocol = put
+                ca_file = \(tls.caFile)
+
+                [remote allowed]
+                url = \(tls.http2URL)/\(directory)/two/
+                protocol = put
+                ca_file = \(tls.caFile)
+                http2 = true
+
+                """
+        let daemon = try startDaemon(config)
+        let file = try makeFile("h2.bin", size: 1 << 20)
+        // Allowed first: libcurl may send a later request over an open HTTP/1.1 connection, but
+        // not one that must be HTTP/1.1 over an HTTP/2 connection.
+        for remote in ["allowed", "offered"] {
+            let id = try daemon.add([file.path], to: "\(remote):")[0]
+            let done = try daemon.waitFor(id, timeout: 30)
+            #expect(done.state == .completed, "\(remote): \(String(describing: done.error))")
+        }
+        for folder in ["one", "two"] {
+            #expect(try Command.sha256("\(tls.root)/\(directory)/\(folder)/\(file.name)") == Command.sha256(file.path))
+        }
+        let log = try String(contentsOfFile: tls.accessLog, encoding: .utf8).split(separator: "\n")
+        let one = log.filter { $0.contains("PUT /\(directory)/one/\(file.name) ") }
+        let two = log.filter { $0.contains("PUT /\(directory)/two/\(file.name) ") }
+        #expect(one.count == 1 && one.allSatisfy { $0.contains(" HTTP/1.1\"") }, "\(one)")
+        #expect(two.count == 1 && two.allSatisfy { $0.contains(" HTTP/2.0\"") }, "\(two)")
+    }
 }

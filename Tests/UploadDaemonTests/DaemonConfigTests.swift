@@ -53,6 +53,7 @@ struct DaemonConfigTests {
             ca_file = /etc/ssl/private-ca.pem
             chunk_size = 8M
             result_url_pointer = /data/url
+            http2 = yes
 
             [remote cred]
             url = s3://bucket/
@@ -70,6 +71,8 @@ struct DaemonConfigTests {
         #expect(nas.caFile == "/etc/ssl/private-ca.pem")
         #expect(nas.chunkSize == 8 << 20)
         #expect(nas.resultURLPointer == "/data/url")
+        #expect(nas.http2)
+        #expect(config.remotes["cred"]?.http2 == false, "HTTP/1.1 unless a remote allows HTTP/2")
         #expect(config.remotes["cred"]?.passwordCredential == "s3-secret")
         #expect(config.remotes["cred"]?.uploadProtocol == .auto)
     }

@@ -90,7 +90,7 @@ struct TargetResolverTests {
             name: "nas", uploadProtocol: .put, url: "https://nas.local/dav/", user: "bob", passwordFile: passwordFile,
             headers: [KeyValue(name: "X-Remote", value: "r")], fields: [KeyValue(name: "rf", value: "2")],
             fileField: "upload",
-            caFile: "/ca.pem", chunkSize: 4096, resultURLPointer: "/url")
+            caFile: "/ca.pem", http2: true, chunkSize: 4096, resultURLPointer: "/url")
         let target = try resolve(Self.job("nas:/videos/2024/"), config: config)
         #expect(target.uploadProtocol == .put)
         #expect(target.url == "https://nas.local/dav/videos/2024/a.bin")
@@ -99,6 +99,7 @@ struct TargetResolverTests {
         #expect(target.credentials == BasicCredentials(user: "bob", password: "s3cret"))
         #expect(target.fileField == "upload")
         #expect(target.caFile == "/ca.pem")
+        #expect(target.http2 && target.request("PUT").http2)
         #expect(target.chunkSize == 4096)
         #expect(target.resultURLPointer == "/url")
         #expect(target.stallTimeout == 33)

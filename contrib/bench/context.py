@@ -19,12 +19,13 @@ FULL = {"big": GIB, "small_count": 2000, "small_size": 64 << 10, "tus_size": 256
         "huge": 4 * GIB, "idle_seconds": 60, "status_runs": 50, "iperf_seconds": 5,
         "life_rounds": 20, "life_jobs": 3000, "life_queue": 100_000, "photos": 100,
         "tiny_count": 20_000, "tiny_size": 4 << 10, "queue_sizes": [1000, 10_000, 100_000, 1_000_000],
-        "dead_seconds": 20}
+        "dead_seconds": 20, "far_size": 16 * MIB, "far_delay": 0.025}
 QUICK = {"big": 8 * MIB, "small_count": 50, "small_size": 64 << 10, "tus_size": 8 * MIB, "tus_chunk": 2 * MIB,
          "s3_size": 16 * MIB, "s3_chunk": 8 * MIB, "adds": 1000, "batch": 500, "journal_jobs": 5000,
          "huge": 32 * MIB, "idle_seconds": 5, "status_runs": 10, "iperf_seconds": 1,
          "life_rounds": 3, "life_jobs": 300, "life_queue": 3000, "photos": 4,
-         "tiny_count": 200, "tiny_size": 4 << 10, "queue_sizes": [100, 1000], "dead_seconds": 3}
+         "tiny_count": 200, "tiny_size": 4 << 10, "queue_sizes": [100, 1000], "dead_seconds": 3,
+         "far_size": 1 * MIB, "far_delay": 0.025}
 
 
 def human_size(n: int) -> str:
@@ -79,14 +80,15 @@ class Bench:
             self.env[key] = value
         # Uploads to nginx land on tmpfs: /dav/bench/ and the request-body temp files (renamed into
         # place) both point into /dev/shm, so the disk of a shared machine is not what is measured.
-        nginx = self.servers_dir / "nginx"
         (self.shm / "dav").mkdir()
-        (self.shm / "body").mkdir()
-        (nginx / "www" / "dav" / "bench").symlink_to(self.shm / "dav")
-        body = nginx / "temp" / "body"
-        if body.is_dir() and not body.is_symlink():
-            shutil.rmtree(body)
-        body.symlink_to(self.shm / "body")
+        for name in ("nginx", "nginx-tls"):
+            nginx = self.servers_dir / name
+            (self.shm / f"body-{name}").mkdir()
+            (nginx / "www" / "dav" / "bench").symlink_to(self.shm / "dav")
+            body = nginx / "temp" / "body"
+            if body.is_dir() and not body.is_symlink():
+                shutil.rmtree(body)
+            body.symlink_to(self.shm / f"body-{name}")
 
     def stop_servers(self) -> None:
         subprocess.run([sys.executable, str(SERVERS_PY), "stop", "--dir", str(self.servers_dir)],
@@ -101,6 +103,11 @@ class Bench:
     @property
     def nginx(self) -> str:
         return self.env["UPLOADD_TEST_NGINX_URL"]
+
+    @property
+    def tls_h2(self) -> str:
+        """The TLS nginx that offers HTTP/2 (its certificate is from UPLOADD_TEST_TLS_CA)."""
+        return self.env["UPLOADD_TEST_TLS_H2_URL"]
 
     def take_dav(self, relative: str, size: int) -> None:
         """Checks that /dav/bench/RELATIVE arrived whole, then removes it."""
@@ -162,10 +169,10 @@ class Bench:
             self._transfer = daemon
         return self._transfer
 
-    def uploadd_run(self, add_args: list[str], wait_separately: bool = False) -> dict:
+    def uploadd_run(self, add_args: list[str], wait_separately: bool = False, daemon: Uploadd | None = None) -> dict:
         """`uploadctl add ... --wait` (or add, then wait): wall time, CPU of uploadctl and the daemon,
-        the daemon's RSS sampled every 50 ms."""
-        d = self.transfer_daemon()
+        the daemon's RSS sampled every 50 ms. On the transfer daemon unless another is given."""
+        d = daemon or self.transfer_daemon()
         cpu = measure.CpuDelta(d.pid)
         with measure.RssSampler(d.pid) as rss:
             if wait_separately:

@@ -52,6 +52,7 @@ SCENARIOS = [
     ("12", transfers.put_tiny),
     ("13", control.queue_scaling),
     ("14", control.dead_server),
+    ("15", transfers.https_versions),
 ]
 WITHOUT_SERVERS = {"8", "9", "10", "14"}
 

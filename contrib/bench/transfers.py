@@ -1,16 +1,19 @@
 """Scenarios that move bytes: the physical ceiling (0), PUT (1), many small PUTs (2, and 12: many tiny ones),
-tus (3), S3 (4)."""
+tus (3), S3 (4), HTTPS with HTTP/1.1 and HTTP/2 (15)."""
 
 import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import measure
 from benchenv import BENCH_VENV, log
 from context import MIB, Bench, human_size, row, values
+from daemon import Uploadd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -299,3 +302,115 @@ def huge_upload(b: Bench) -> tuple[dict, dict]:
     finally:
         b.drop_file("big.bin")
         b.drop_file("huge.bin")
+
+
+def https_versions(b: Bench) -> dict:
+    """HTTP/1.1 against HTTP/2 over TLS (issue 16: "consider HTTP/2 multiplexing; measure it against
+    curl given the same option"): the small files and the big file to an nginx that offers HTTP/2,
+    and a file through nginx as an HTTP/2 reverse proxy that streams bodies on (as upload apps ask),
+    50 ms of round trip away (delay_proxy.py). Each by curl and by uploadd with each version; the
+    uploadd of each version is a daemon of its own, so that no connection of one version serves the
+    other. uploadd speaks HTTP/1.1 unless a remote says `http2 = true`: these rows are why."""
+    files = b.small_files("small")
+    count, small = len(files), b.size["small_size"]
+    size, far_size = b.size["big"], b.size["far_size"]
+    source, far_source = b.file("big.bin", size), b.file("far.bin", far_size)
+    ca = b.env["UPLOADD_TEST_TLS_CA"]
+    near = b.tls_h2 + "/dav/bench/"
+    delay = b.size["far_delay"]
+    proxy = b.registry.add("delay-proxy", subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "delay_proxy.py"),
+         b.env["UPLOADD_TEST_TLS_H2_PROXY_URL"].rsplit(":", 1)[1], str(delay)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+    far = f"https://127.0.0.1:{proxy.stdout.readline().split()[1]}/dav/bench/"
+    daemons = {}
+    try:
+        for version, http2 in (("1.1", "false"), ("2", "true")):
+            config = "".join(f"[remote {name}]\nprotocol = put\nurl = {url}\nca_file = {ca}\nhttp2 = {http2}\n\n"
+                             for name, url in (("near", near), ("far", far)))
+            daemons[version] = Uploadd(b.dir / f"https-{version}", b.registry, config)
+            daemons[version].start()
+        raw, failed = b.alternate([contender for version in ("1.1", "2") for contender in (
+            (f"curl-{version}", curl_tls_many(b, files, version, near, ca)),
+            (f"uploadd-{version}", uploadd_tls_many(b, files, daemons[version], version)),
+            (f"curl-big-{version}", curl_tls_one(b, source, version, near, ca, "big")),
+            (f"uploadd-big-{version}", uploadd_tls_one(b, source, daemons[version], "near", version, "big")),
+            (f"curl-far-{version}", curl_tls_one(b, far_source, version, far, ca, "far")),
+            (f"uploadd-far-{version}", uploadd_tls_one(b, far_source, daemons[version], "far", version, "far")),
+        )])
+    finally:
+        for daemon in daemons.values():
+            daemon.stop()
+        b.registry.stop(proxy)
+    b.drop_file("big.bin")
+    b.drop_file("far.bin")
+
+    def pair(metric, unit, key, ours, peer, peer_name):
+        return row(metric, unit, values(raw[ours], key), peer=peer_name, peer_values=values(raw[peer], key),
+                   target="(informative)", not_run=failed.get(ours), peer_not_run=failed.get(peer))
+
+    many, big = f"{count:,} × {human_size(small)}, files/s", f"one {human_size(size)}, MiB/s"
+    far_metric = f"one {human_size(far_size)} through an HTTP/2 proxy {delay * 2000:.0f} ms away, MiB/s"
+    return {"title": "HTTPS: HTTP/1.1 (uploadd's default) against HTTP/2 (a remote's `http2 = true`)", "raw": raw,
+            "rows": [
+                pair(f"{many}, HTTP/1.1", "files/s", "files_per_s", "uploadd-1.1", "curl-1.1",
+                     "curl --http1.1 -Z --parallel-max 4"),
+                pair(f"{many}, HTTP/2", "files/s", "files_per_s", "uploadd-2", "curl-2",
+                     "curl --http2 -Z --parallel-max 4"),
+                pair(f"{big}, HTTP/1.1", "MiB/s", "mibps", "uploadd-big-1.1", "curl-big-1.1", "curl --http1.1 -T"),
+                pair(f"{big}, HTTP/2", "MiB/s", "mibps", "uploadd-big-2", "curl-big-2", "curl --http2 -T"),
+                pair(f"{far_metric}, uploadd's default against libcurl's (HTTP/2)", "MiB/s", "mibps",
+                     "uploadd-far-1.1", "curl-far-2", "curl --http2 -T"),
+                pair(f"{far_metric}, HTTP/1.1", "MiB/s", "mibps", "uploadd-far-1.1", "curl-far-1.1",
+                     "curl --http1.1 -T"),
+                pair(f"{far_metric}, HTTP/2", "MiB/s", "mibps", "uploadd-far-2", "curl-far-2", "curl --http2 -T"),
+            ]}
+
+
+def curl_tls_many(b: Bench, files: list[Path], version: str, base: str, ca: str):
+    def one(i):
+        tag = f"curl{version}-{i}"
+        listing = b.dir / f"curl-tls-list-{tag}"
+        with open(listing, "w") as out:
+            for f in files:
+                out.write(f'upload-file = "{f}"\nurl = "{base}{tag}/{f.name}"\noutput = "/dev/null"\n')
+        ran = measure.run(["curl", f"--http{version}", "--cacert", ca, "-Z", "--parallel-max", "4", "-sS", "--fail",
+                           "-K", str(listing)])
+        ran.check(f"curl --http{version} -Z")
+        for f in files:
+            b.take_dav(f"{tag}/{f.name}", f.stat().st_size)
+        return {"wall": ran.wall, "files_per_s": len(files) / ran.wall, "cpu": ran.cpu}
+    return one
+
+
+def uploadd_tls_many(b: Bench, files: list[Path], daemon: Uploadd, version: str):
+    def one(i):
+        tag = f"ud{version}-{i}"
+        result = b.uploadd_run([*map(str, files), "--to", f"near:{tag}/", "--snapshot", "none"],
+                               wait_separately=True, daemon=daemon)
+        for f in files:
+            b.take_dav(f"{tag}/{f.name}", f.stat().st_size)
+        return {**result, "files_per_s": len(files) / result["wall"]}
+    return one
+
+
+def curl_tls_one(b: Bench, source: Path, version: str, base: str, ca: str, kind: str):
+    def one(i):
+        tag = f"curl{kind}{version}-{i}"
+        ran = measure.run(["curl", f"--http{version}", "--cacert", ca, "-sS", "--fail", "-o", "/dev/null",
+                           "-T", str(source), f"{base}{tag}/"])
+        ran.check(f"curl --http{version} -T")
+        size = source.stat().st_size
+        b.take_dav(f"{tag}/{source.name}", size)
+        return {"wall": ran.wall, "mibps": throughput(size, ran.wall), "cpu": ran.cpu}
+    return one
+
+
+def uploadd_tls_one(b: Bench, source: Path, daemon: Uploadd, remote: str, version: str, kind: str):
+    def one(i):
+        tag = f"ud{kind}{version}-{i}"
+        result = b.uploadd_run([str(source), "--to", f"{remote}:{tag}/", "--snapshot", "none"], daemon=daemon)
+        size = source.stat().st_size
+        b.take_dav(f"{tag}/{source.name}", size)
+        return {**result, "mibps": throughput(size, result["wall"])}
+    return one

@@ -71,6 +71,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def distinct_free_ports(count: int) -> list[int]:
+    """count free ports, distinct: every socket stays bound until all are chosen."""
+    held = [socket.socket() for _ in range(count)]
+    try:
+        for s in held:
+            s.bind((HOST, 0))
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def free_ports(count: int, offset: int) -> list[int]:
     """count distinct free ports P whose P + offset is free too; every socket stays bound until all are chosen."""
     held: list[socket.socket] = []
@@ -280,12 +292,37 @@ NGINX_TLS_SERVERS = """\
     ssl_protocols TLSv1.2 TLSv1.3;
     server {{
         listen {host}:{port} ssl;
+        # The same files on a port that offers HTTP/2 too (ALPN h2).
+        listen {host}:{h2_port} ssl http2;
         ssl_certificate "{n}/server.pem";
         ssl_certificate_key "{n}/server.key";
         root "{n}/www";
         location /dav/ {{
             dav_methods PUT DELETE MKCOL COPY MOVE;
             dav_ext_methods PROPFIND OPTIONS;
+            create_full_put_path on;
+            dav_access user:rw group:r all:r;
+        }}
+    }}
+    # An HTTP/2 reverse proxy that streams request bodies to the plain DAV server below, as upload
+    # apps ask of nginx (tusd, Nextcloud: proxy_request_buffering off): an HTTP/2 upload through it
+    # gets nginx's 64 KiB stream window per round trip (the bench measures it, scenario 15).
+    server {{
+        listen {host}:{h2_proxy_port} ssl http2;
+        ssl_certificate "{n}/server.pem";
+        ssl_certificate_key "{n}/server.key";
+        client_body_buffer_size 16k;  # nginx's default (the head raises it for the DAV servers)
+        location / {{
+            proxy_pass http://{host}:{upstream_port};
+            proxy_request_buffering off;
+            proxy_http_version 1.1;
+        }}
+    }}
+    server {{
+        listen {host}:{upstream_port};
+        root "{n}/www";
+        location /dav/ {{
+            dav_methods PUT DELETE MKCOL;
             create_full_put_path on;
             dav_access user:rw group:r all:r;
         }}
@@ -330,14 +367,18 @@ def start_nginx_tls(d: Path) -> dict[str, str]:
     for sub in ("www/dav", "temp"):
         (n / sub).mkdir(parents=True, exist_ok=True)
     make_test_ca(n)
-    port, wrong_port = free_port(), free_port()
-    while wrong_port == port:
-        wrong_port = free_port()
-    proc = run_nginx(d, "nginx-tls", "WebDAV PUT over TLS with certificates from a private test CA.",
-                     NGINX_TLS_SERVERS, port=port, wrong_port=wrong_port)
-    wait_for(d, "nginx-tls", proc, lambda: answers(port) and answers(wrong_port))
-    return {"UPLOADD_TEST_TLS_URL": f"https://{HOST}:{port}", "UPLOADD_TEST_TLS_ROOT": str(n / "www"),
-            "UPLOADD_TEST_TLS_CA": str(n / "ca.pem"), "UPLOADD_TEST_TLS_WRONG_NAME_URL": f"https://{HOST}:{wrong_port}"}
+    port, h2_port, h2_proxy_port, upstream_port, wrong_port = distinct_free_ports(5)
+    proc = run_nginx(d, "nginx-tls", "WebDAV PUT over TLS (HTTP/1.1; HTTP/2 on a port of its own; an HTTP/2 "
+                     "reverse proxy) with certificates from a private test CA.", NGINX_TLS_SERVERS, port=port,
+                     h2_port=h2_port, h2_proxy_port=h2_proxy_port, upstream_port=upstream_port,
+                     wrong_port=wrong_port)
+    wait_for(d, "nginx-tls", proc,
+             lambda: all(answers(p) for p in (port, h2_port, h2_proxy_port, upstream_port, wrong_port)))
+    return {"UPLOADD_TEST_TLS_URL": f"https://{HOST}:{port}", "UPLOADD_TEST_TLS_H2_URL": f"https://{HOST}:{h2_port}",
+            "UPLOADD_TEST_TLS_H2_PROXY_URL": f"https://{HOST}:{h2_proxy_port}",
+            "UPLOADD_TEST_TLS_ROOT": str(n / "www"), "UPLOADD_TEST_TLS_CA": str(n / "ca.pem"),
+            "UPLOADD_TEST_TLS_ACCESS_LOG": str(d / "logs" / "nginx-tls-access.log"),
+            "UPLOADD_TEST_TLS_WRONG_NAME_URL": f"https://{HOST}:{wrong_port}"}
 
 
 def start_receiver(d: Path) -> dict[str, str]:

@@ -19,6 +19,8 @@ struct RemoteConfig: Sendable, Equatable {
     var fileField: String?
     /// A CA bundle to verify the server's certificate with, for private CAs.
     var caFile: String?
+    /// Whether uploads may use HTTP/2 when the server offers it; else HTTP/1.1 (`HTTPRequest.http2`).
+    var http2 = false
     var chunkSize: Int64?
     /// A JSON pointer (`/data/url`) to the uploaded file's URL in a post answer.
     var resultURLPointer: String?
@@ -315,7 +317,7 @@ struct DaemonConfig: Sendable, Equatable {
                 case "access_key_id": remote.accessKeyID = entry.value
                 case "secret_access_key_file": remote.secretAccessKeyFile = entry.value
                 case "secret_access_key_credential": remote.secretAccessKeyCredential = entry.value
-                case "path_style", "sign_payload", "allow_cross_origin", "wait_on_metered", "wait_on_battery":
+                case "path_style", "sign_payload", "allow_cross_origin", "wait_on_metered", "wait_on_battery", "http2":
                     guard let value = Self.parseBool(entry.value) else {
                         throw fail("\(entry.key) must be true or false")
                     }
@@ -324,6 +326,7 @@ struct DaemonConfig: Sendable, Equatable {
                     case "sign_payload": remote.signPayload = value
                     case "wait_on_metered": remote.waitOnMetered = value
                     case "wait_on_battery": remote.waitOnBattery = value
+                    case "http2": remote.http2 = value
                     default: remote.allowCrossOrigin = value
                     }
                 case "multipart_threshold":
@@ -361,7 +364,7 @@ extension DaemonConfig {
         "image", "ca_file", "chunk_size", "result_url_pointer", "endpoint", "region", "access_key_id",
         "secret_access_key_file", "secret_access_key_credential", "path_style", "sign_payload",
         "allow_cross_origin", "wait_on_metered", "wait_on_battery", "multipart_threshold", "on_complete",
-        "on_failure",
+        "on_failure", "http2",
     ]
 
     /// The warning for a key nobody reads, with the known key it is likely a typo of.

@@ -239,6 +239,8 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = CCurl_easy_setopt_long(
+            handle, CURLOPT_HTTP_VERSION, request.http2 ? CCurl_HTTP_VERSION_2TLS : CCurl_HTTP_VERSION_1_1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
         uploadBufferSize = Self.uploadBufferSize(
             rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length)

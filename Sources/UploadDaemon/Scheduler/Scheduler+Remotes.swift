@@ -46,11 +46,13 @@ extension Scheduler {
                 headers: s3.signer.sign(
                     method: "HEAD", url: url, headers: [], payloadHash: SigV4Signer.emptyPayloadHash, date: Date()))
             signed.caFile = target.caFile
+            signed.http2 = target.http2
             request = signed
         } else {
             var options = HTTPRequest(method: "OPTIONS", url: config.remotes[name]!.url, headers: target.headers)
             options.credentials = target.credentials
             options.caFile = target.caFile
+            options.http2 = target.http2
             request = options
         }
         var sent = request

@@ -56,6 +56,7 @@ struct TargetResolver: Sendable {
         target.headers = (remote?.headers ?? []) + spec.headers
         target.fields = (remote?.fields ?? []) + spec.fields
         target.caFile = remote?.caFile
+        target.http2 = remote?.http2 ?? false
         target.fileField = remote?.fileField ?? "file"
         target.chunkSize = spec.chunkSize ?? remote?.chunkSize
         target.resultURLPointer = remote?.resultURLPointer

@@ -44,6 +44,8 @@ struct ResolvedTarget: Sendable, Equatable {
     var fields: [KeyValue] = []
     var credentials: BasicCredentials?
     var caFile: String?
+    /// HTTP/2 when the server offers it (the remote's `http2`); else HTTP/1.1.
+    var http2 = false
     /// The multipart field name of the file part (post).
     var fileField = "file"
     /// The name the file gets on the server.
@@ -78,6 +80,7 @@ struct ResolvedTarget: Sendable, Equatable {
         request.credentials = trusted ? credentials : nil
         request.responseTimeout = responseTimeout
         request.caFile = caFile
+        request.http2 = http2
         request.stallTimeout = stallTimeout
         request.connectTimeout = connectTimeout
         request.maxSendRate = rateLimit

@@ -206,15 +206,21 @@ final class FaultProxy: @unchecked Sendable {
 /// for another name), read from the environment or from `.build/test-servers/servers.env`.
 struct TLSTestServer: Sendable {
     var url: String
+    /// The same files, served by a server that offers HTTP/2.
+    var http2URL: String
     var root: String
     var caFile: String
     var wrongNameURL: String
+    /// nginx's log of every request, with its protocol (`"PUT /dav/x HTTP/2.0"`).
+    var accessLog: String
 
     static func load() throws -> TLSTestServer {
         let values = TestServers.environment()
         func value(_ key: String) throws -> String { try TestServers.value(key, in: values) }
         return TLSTestServer(
-            url: try value("UPLOADD_TEST_TLS_URL"), root: try value("UPLOADD_TEST_TLS_ROOT"),
-            caFile: try value("UPLOADD_TEST_TLS_CA"), wrongNameURL: try value("UPLOADD_TEST_TLS_WRONG_NAME_URL"))
+            url: try value("UPLOADD_TEST_TLS_URL"), http2URL: try value("UPLOADD_TEST_TLS_H2_URL"),
+            root: try value("UPLOADD_TEST_TLS_ROOT"), caFile: try value("UPLOADD_TEST_TLS_CA"),
+            wrongNameURL: try value("UPLOADD_TEST_TLS_WRONG_NAME_URL"),
+            accessLog: try value("UPLOADD_TEST_TLS_ACCESS_LOG"))
     }
 }

@@ -361,6 +361,7 @@ struct S3Client: Sendable {
         let signed = s3.signer.sign(method: method, url: url, headers: headers, payloadHash: payloadHash, date: Date())
         var request = HTTPRequest(method: method, url: url, headers: signed, body: body)
         request.caFile = target.caFile
+        request.http2 = target.http2
         request.stallTimeout = target.stallTimeout
         request.connectTimeout = target.connectTimeout
         request.maxSendRate = target.rateLimit

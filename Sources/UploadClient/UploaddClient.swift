@@ -137,14 +137,9 @@ public final class UploaddClient: Sendable {
     /// the filters match come first. Ends with `SubscriptionOverflow` if the daemon dropped us for
     /// reading too slowly: subscribe again with `snapshot` (`wait` does so by itself).
     public func events(_ params: SubscribeParams = SubscribeParams()) -> AsyncThrowingStream<Event, any Error> {
-        AsyncThrowingStream { continuation in
-            let reader = EventReader(socketPath: socketPath, params: params) { delivery in
-                if case .event(let event) = delivery { continuation.yield(event) }
-            } finish: { error in
-                continuation.finish(throwing: error)
-            }
-            continuation.onTermination = { _ in reader.stop() }
-            reader.start()
+        subscription(params) { (delivery) -> Event? in
+            guard case .event(let event) = delivery else { return nil }
+            return event
         }
     }
 
@@ -213,9 +208,16 @@ public final class UploaddClient: Sendable {
 
     /// A subscription's events, and which jobs its snapshot listed (before any event).
     private func deliveries(_ params: SubscribeParams) -> AsyncThrowingStream<EventReader.Delivery, any Error> {
+        subscription(params) { $0 }
+    }
+
+    /// One subscription on a reader of its own, as the stream of what `pick` keeps of it.
+    private func subscription<Element: Sendable>(
+        _ params: SubscribeParams, keeping pick: @escaping @Sendable (EventReader.Delivery) -> Element?
+    ) -> AsyncThrowingStream<Element, any Error> {
         AsyncThrowingStream { continuation in
             let reader = EventReader(socketPath: socketPath, params: params) { delivery in
-                continuation.yield(delivery)
+                if let element = pick(delivery) { continuation.yield(element) }
             } finish: { error in
                 continuation.finish(throwing: error)
             }

@@ -28,6 +28,12 @@ enum HeapTrimmer {
     /// after the clear itself, so the trim waits until the requests have stopped for this long.
     static let quiet = DispatchTimeInterval.seconds(1)
 
+    /// How long after a trim it runs once more: libdispatch ends a worker thread idle for 5 s, and
+    /// what the thread's malloc cache held goes back to the arena only then. After 100,000 queued
+    /// jobs were cleared, this second trim gave back 5 MiB more (RSS 40 MiB to 35) that the first
+    /// could not.
+    static let afterIdleThreadsEnd = DispatchTimeInterval.seconds(6)
+
     /// The last time a trim was asked for, and whether one is scheduled.
     private static let requests = Mutex<(last: DispatchTime, scheduled: Bool)>((.now(), false))
     private static let queue = DispatchQueue(label: "uploadd.heap-trim", qos: .utility)
@@ -53,6 +59,12 @@ enum HeapTrimmer {
             queue.asyncAfter(deadline: wait) { trimWhenQuiet() }
         } else {
             trim()
+            queue.asyncAfter(deadline: .now() + afterIdleThreadsEnd) { trimAgainUnlessScheduled() }
         }
+    }
+
+    /// The second trim, unless a request since has scheduled another trim (which has its own).
+    private static func trimAgainUnlessScheduled() {
+        if !requests.withLock({ $0.scheduled }) { trim() }
     }
 }

@@ -57,6 +57,25 @@ static inline CURLMcode CCurl_multi_setopt_long(CURLM *handle, CURLMoption optio
     return curl_multi_setopt(handle, option, value);
 }
 
+static inline CURLMcode CCurl_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
+    return curl_multi_setopt(handle, option, value);
+}
+static inline CURLMcode CCurl_multi_setopt_socket_function(CURLM *handle, curl_socket_callback fn) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, fn);
+}
+static inline CURLMcode CCurl_multi_setopt_timer_function(CURLM *handle, curl_multi_timer_callback fn) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, fn);
+}
+
+// What the socket callback is asked to watch, and what curl_multi_socket_action is told.
+static const int CCurl_POLL_IN = CURL_POLL_IN;
+static const int CCurl_POLL_OUT = CURL_POLL_OUT;
+static const int CCurl_POLL_REMOVE = CURL_POLL_REMOVE;
+static const int CCurl_CSELECT_IN = CURL_CSELECT_IN;
+static const int CCurl_CSELECT_OUT = CURL_CSELECT_OUT;
+static const int CCurl_CSELECT_ERR = CURL_CSELECT_ERR;
+static const curl_socket_t CCurl_SOCKET_TIMEOUT = CURL_SOCKET_TIMEOUT;
+
 // Return values of the read callback, as plain constants Swift can see.
 static const size_t CCurl_READFUNC_ABORT = CURL_READFUNC_ABORT;
 static const size_t CCurl_READFUNC_PAUSE = CURL_READFUNC_PAUSE;

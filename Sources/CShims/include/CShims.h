@@ -13,6 +13,20 @@ uint32_t CShims_crc32c(uint32_t crc, const void *data, size_t length);
 /// CRC-32 (IEEE 802.3, zlib's crc32), as used by the chunked block protocol.
 uint32_t CShims_crc32(uint32_t crc, const void *data, size_t length);
 
+/// An epoll set (EPOLL_CLOEXEC) and an eventfd (EFD_CLOEXEC | EFD_NONBLOCK). Return the fd or -1.
+int CShims_epoll_create(void);
+int CShims_eventfd(void);
+/// Watches `fd` in `epoll` for what is asked (level-triggered): changed if `watched` (it is in the
+/// set already), else added. Returns 0 or -1 with errno set.
+int CShims_epoll_watch(int epoll, int fd, int readable, int writable, int watched);
+/// Stops watching `fd`. Returns 0 or -1 with errno set.
+int CShims_epoll_forget(int epoll, int fd);
+/// What CShims_epoll_wait reports of each ready fd, or-ed together.
+enum { CSHIMS_READABLE = 1, CSHIMS_WRITABLE = 2, CSHIMS_FAILED = 4 };
+/// epoll_wait for at most `capacity` (≤ 64) fds: each ready fd and its CSHIMS_* readiness.
+/// Returns the count, 0 on timeout, or -1 with errno set.
+int CShims_epoll_wait(int epoll, int *fds, int *readiness, int capacity, int timeout_ms);
+
 /// accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK. Returns the fd or -1 with errno set.
 int CShims_accept_nonblocking(int fd);
 

@@ -29,8 +29,10 @@ final class HTTPClient: TaskExecutor, Sendable {
         var stopped = false
     }
 
-    /// The multi handle: used by the HTTP thread, except curl_multi_wakeup, which is thread-safe.
+    /// The multi handle: used by the HTTP thread only.
     private let multi: MultiHandle
+    /// What the HTTP thread waits on: libcurl's sockets and timeout, and wake-ups from other threads.
+    private let socketEvents = SocketEvents()
     private let inbox = Mutex(Inbox())
     private let idleWake = DispatchSemaphore(value: 0)
     /// The bandwidth limit last set (0: none), for sizing new requests' upload buffers.
@@ -46,6 +48,7 @@ final class HTTPClient: TaskExecutor, Sendable {
 
     init() {
         multi = MultiHandle()
+        socketEvents.attach(to: multi.pointer)
         let thread = Thread { [self] in run() }
         thread.name = "uploadd-http"
         thread.start()
@@ -106,7 +109,7 @@ final class HTTPClient: TaskExecutor, Sendable {
 
     private func wakeThread() {
         guard threadID.load(ordering: .relaxed) != UInt(pthread_self()) else { return }
-        curl_multi_wakeup(multi.pointer)
+        socketEvents.wake()
         idleWake.signal()
     }
 
@@ -168,8 +171,15 @@ final class HTTPClient: TaskExecutor, Sendable {
                 idleWake.wait()
                 continue
             }
+            // Answers just resumed tasks of this executor: they run before any wait.
+            let longest: Int32 = jobsWaiting ? 0 : 1000
             var running: Int32 = 0
-            curl_multi_perform(multi.pointer, &running)
+            for ready in socketEvents.wait(longest: longest) {
+                curl_multi_socket_action(multi.pointer, ready.socket, ready.bits, &running)
+            }
+            if socketEvents.takeDueTimeout() {
+                curl_multi_socket_action(multi.pointer, CCurl_SOCKET_TIMEOUT, 0, &running)
+            }
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi.pointer, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
@@ -190,13 +200,10 @@ final class HTTPClient: TaskExecutor, Sendable {
                 }
             }
             if !active.isEmpty {
-                let multi = multi
+                let socketEvents = socketEvents
                 for request in active.values {
-                    request.resumeReadingIfReady { curl_multi_wakeup(multi.pointer) }
+                    request.resumeReadingIfReady { socketEvents.wake() }
                 }
-                // Answers just resumed tasks of this executor: they run before any wait.
-                let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
-                curl_multi_poll(multi.pointer, nil, 0, jobsWaiting ? 0 : 1000, nil)
             }
         }
         for request in active.values {

@@ -66,6 +66,36 @@ final class AddCommandTests {
         #expect(daemon.logLines(containing: "completed: \(paths[3])").count == 1)
     }
 
+    /// 1,000 small files ending at once do not write 1,000 lines (journald would stop taking the
+    /// daemon's lines past 10,000 in 30 s): at most 100 a second one by one, and a line that counts
+    /// the rest. Together they account for every job.
+    @Test func manyEndsAtOnceAreSummedUpPastAHundredLinesASecond() throws {
+        let folder = files.appendingPathComponent("many-ends")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let paths = try (1...1_000).map { index in
+            let path = folder.appendingPathComponent("e\(index).txt").path
+            try "end \(index)\n".write(toFile: path, atomically: false, encoding: .utf8)
+            return path
+        }
+        let result = try daemon.ctl(["add"] + paths + ["--to", "file://\(files.path)/many-ends-out/", "--wait"])
+        #expect(result.status == 0, "\(result)")
+
+        func accounted() -> (one: Int, summed: Int, summaries: [String]) {
+            let one = daemon.logLines(containing: "completed: \(folder.path)/").count
+            let summaries = daemon.logLines(containing: "in that second, not written one by one")
+            let summed = summaries.compactMap { line -> Int? in
+                guard let range = line.range(of: #"(\d+) completed"#, options: .regularExpression) else { return nil }
+                return Int(line[range].split(separator: " ")[0])
+            }.reduce(0, +)
+            return (one, summed, summaries)
+        }
+        // The last summary comes once its second is over.
+        #expect(eventually(timeout: 10) { accounted().one + accounted().summed == 1_000 }, "\(accounted())")
+        let (one, _, summaries) = accounted()
+        #expect(one < 1_000 && !summaries.isEmpty, "\(one) lines one by one, summaries: \(summaries)")
+        #expect(summaries.allSatisfy { $0.contains("not written one by one (over 100 a second)") }, "\(summaries)")
+    }
+
     func write(_ name: String, _ text: String = "content\n") throws -> String {
         let path = files.appendingPathComponent(name).path
         try text.write(toFile: path, atomically: false, encoding: .utf8)

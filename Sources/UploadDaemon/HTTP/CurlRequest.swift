@@ -137,12 +137,24 @@ final class CurlRequest {
         )
     }
 
-    /// Called about once a second and on every transfer step: true aborts the transfer, when it
+    /// What the progress callback was told last: bytes handed over either way, uploaded, to upload.
+    private var lastCounts: (handedOver: Int64, uploaded: Int64, uploadTotal: Int64) = (0, 0, 0)
+
+    /// The progress callback's checks for a transfer libcurl has not run for a second: its socket
+    /// is not ready (a dead link, a server that stopped reading), so libcurl calls nothing of it.
+    /// True: the HTTP thread ends it, with `failure(for: CURLE_ABORTED_BY_CALLBACK)`.
+    func shouldAbortWhileIdle() -> Bool {
+        shouldAbort(
+            handedOver: lastCounts.handedOver, uploaded: lastCounts.uploaded, uploadTotal: lastCounts.uploadTotal)
+    }
+
+    /// Called on every transfer step, and by the HTTP thread once a second: true aborts the transfer, when it
     /// was canceled or no byte moved either way for `stallTimeout` seconds.
     ///
     /// Bytes count as moved when the peer acknowledged them, not when libcurl handed them to the
     /// kernel: a slow link drains the socket's send buffer slowly but steadily, and is not a stall.
     fileprivate func shouldAbort(handedOver: Int64, uploaded: Int64, uploadTotal: Int64) -> Bool {
+        lastCounts = (handedOver, uploaded, uploadTotal)
         if isCanceled.load(ordering: .relaxed) { return true }
         // libcurl's CURLINFO_ACTIVESOCKET is -1 in the middle of a multi transfer, so the socket
         // comes from the sockopt callback (a reused connection has none: then what libcurl

@@ -124,6 +124,7 @@ final class HTTPClient: TaskExecutor, Sendable {
         // Whether the shares of the bandwidth limit must be worked out again (a request came or
         // went, or the limit changed).
         var sharesChanged = false
+        var lastIdleCheck = ContinuousClock.now
         while !stopping {
             // Tasks first: what they send is among the commands taken below.
             let jobs = inbox.withLock { inbox in
@@ -197,6 +198,23 @@ final class HTTPClient: TaskExecutor, Sendable {
                     finish(request, with: .failure(failure))
                 } else {
                     finish(request, with: .success(request.response()))
+                }
+            }
+            // libcurl runs a transfer only when its socket is ready or its timer is due: one whose
+            // link died is checked here for a stall, as the progress callback would.
+            let now = ContinuousClock.now
+            if now - lastIdleCheck >= .seconds(1) {
+                lastIdleCheck = now
+                for (id, request) in active where request.shouldAbortWhileIdle() {
+                    curl_multi_remove_handle(multi.pointer, request.handle)
+                    active[id] = nil
+                    sharesChanged = true
+                    if request.isCanceled.load(ordering: .relaxed) {
+                        finish(request, with: .failure(CancellationError()))
+                    } else {
+                        let failure = request.failure(for: CURLE_ABORTED_BY_CALLBACK) ?? .stalled(seconds: 0)
+                        finish(request, with: .failure(failure))
+                    }
                 }
             }
             if !active.isEmpty {

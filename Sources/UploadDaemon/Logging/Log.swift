@@ -30,6 +30,9 @@ enum Log {
     private struct Settings {
         var level: LogLevel = .info
         var journald = false
+        var jobLines = JobLineBudget()
+        /// Whether a write of the held lines' summary is scheduled.
+        var summaryScheduled = false
     }
 
     private static let settings = Mutex(Settings())
@@ -66,12 +69,51 @@ enum Log {
         let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
         guard level <= limit else { return }
         let job = job()
+        if level == .info || level == .notice {
+            guard admitRoutineLine(about: job, at: level) else { return }
+        }
         let text = "job \(job.id): \(message())"
         if journald {
             JournaldFields.send(message: text, level: level, job: job)
         } else {
             write(level, { text })
         }
+    }
+
+    /// Whether a routine line about `job` is written now (else it is counted in a summary).
+    private static func admitRoutineLine(about job: JobLogContext, at lineLevel: LogLevel) -> Bool {
+        let now = monotonicSeconds()
+        let (decision, summary, scheduleSummary) = settings.withLock { settings in
+            let level = settings.jobLines.summaryLevel
+            let (decision, summary) = settings.jobLines.admit(job.id, state: job.state, level: lineLevel, at: now)
+            let schedule = settings.jobLines.isHolding && !settings.summaryScheduled
+            if schedule { settings.summaryScheduled = true }
+            return (decision, summary.map { (level, $0) }, schedule)
+        }
+        if let (level, summary) = summary { write(level, { summary }) }
+        if scheduleSummary { writeSummary(after: 1.05) }
+        return decision == .write
+    }
+
+    /// Writes the summary of the held lines once their second is over.
+    private static func writeSummary(after seconds: Double) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + seconds) {
+            let now = monotonicSeconds()
+            let (summary, holding) = settings.withLock { settings in
+                let level = settings.jobLines.summaryLevel
+                let summary = settings.jobLines.summary(at: now).map { (level, $0) }
+                settings.summaryScheduled = settings.jobLines.isHolding
+                return (summary, settings.summaryScheduled)
+            }
+            if let (level, summary) = summary { write(level, { summary }) }
+            if holding { writeSummary(after: 0.25) }
+        }
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private static func write(_ level: LogLevel, _ message: () -> String) {

@@ -66,9 +66,9 @@ final class AddCommandTests {
         #expect(daemon.logLines(containing: "completed: \(paths[3])").count == 1)
     }
 
-    /// 1,000 small files ending at once do not write 1,000 lines (journald would stop taking the
-    /// daemon's lines past 10,000 in 30 s): at most 100 a second one by one, and a line that counts
-    /// the rest. Together they account for every job.
+    /// 1,000 small files ending at once do not write 1,000 lines (journald stops taking a service's
+    /// lines past its rate limit): at most 100 a second one by one, and a line that counts the
+    /// rest. Together they account for every job.
     @Test func manyEndsAtOnceAreSummedUpPastAHundredLinesASecond() throws {
         let folder = files.appendingPathComponent("many-ends")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

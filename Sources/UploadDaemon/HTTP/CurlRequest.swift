@@ -162,9 +162,7 @@ final class CurlRequest {
         let unsent = connectionSocket >= 0 ? Int64(max(CShims_unsent_bytes(connectionSocket), 0)) : 0
         let movedBytes = handedOver - unsent
         countOnWire(max(uploaded - unsent, 0))
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        let seconds = MonotonicClock.seconds()
         let bodyLength = request.body.length >= 0 ? request.body.length : uploadTotal
         if requestSentAt == nil && (bodyLength <= 0 || uploaded >= bodyLength) { requestSentAt = seconds }
         if let sentAt = requestSentAt, seconds - sentAt >= Double(request.responseTimeout) {

@@ -117,11 +117,7 @@ final class SocketEvents: @unchecked Sendable {
         timerDeadline = milliseconds < 0 ? nil : Self.nowMillis() + Int64(milliseconds)
     }
 
-    private static func nowMillis() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-    }
+    private static func nowMillis() -> Int64 { MonotonicClock.nanoseconds() / 1_000_000 }
 }
 
 private let socketCallback: curl_socket_callback = { _, socket, what, context, mark in

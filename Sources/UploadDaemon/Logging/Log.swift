@@ -82,7 +82,7 @@ enum Log {
 
     /// Whether a routine line about `job` is written now (else it is counted in a summary).
     private static func admitRoutineLine(about job: JobLogContext, at lineLevel: LogLevel) -> Bool {
-        let now = monotonicSeconds()
+        let now = MonotonicClock.seconds()
         let (decision, summary, scheduleSummary) = settings.withLock { settings in
             let level = settings.jobLines.summaryLevel
             let (decision, summary) = settings.jobLines.admit(job.id, state: job.state, level: lineLevel, at: now)
@@ -98,7 +98,7 @@ enum Log {
     /// Writes the summary of the held lines once their second is over.
     private static func writeSummary(after seconds: Double) {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + seconds) {
-            let now = monotonicSeconds()
+            let now = MonotonicClock.seconds()
             let (summary, holding) = settings.withLock { settings in
                 let level = settings.jobLines.summaryLevel
                 let summary = settings.jobLines.summary(at: now).map { (level, $0) }
@@ -108,12 +108,6 @@ enum Log {
             if let (level, summary) = summary { write(level, { summary }) }
             if holding { writeSummary(after: 0.25) }
         }
-    }
-
-    private static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private static func write(_ level: LogLevel, _ message: () -> String) {

@@ -15,9 +15,7 @@ struct SystemdNotifier: Sendable {
     func stopping() { notify("STOPPING=1\nSTATUS=stopping") }
 
     func reloading() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let microseconds = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+        let microseconds = MonotonicClock.nanoseconds() / 1000
         notify("RELOADING=1\nMONOTONIC_USEC=\(microseconds)\nSTATUS=reloading the config")
     }
 

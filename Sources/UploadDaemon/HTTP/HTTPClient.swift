@@ -175,8 +175,8 @@ final class HTTPClient: TaskExecutor, Sendable {
             // Answers just resumed tasks of this executor: they run before any wait.
             let longest: Int32 = jobsWaiting ? 0 : 1000
             var running: Int32 = 0
-            for ready in socketEvents.wait(longest: longest) {
-                curl_multi_socket_action(multi.pointer, ready.socket, ready.bits, &running)
+            socketEvents.wait(longest: longest) { socket, bits in
+                curl_multi_socket_action(multi.pointer, socket, bits, &running)
             }
             if socketEvents.takeDueTimeout() {
                 curl_multi_socket_action(multi.pointer, CCurl_SOCKET_TIMEOUT, 0, &running)
@@ -188,33 +188,17 @@ final class HTTPClient: TaskExecutor, Sendable {
                 _ = CCurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &privatePointer)
                 guard let privatePointer else { continue }
                 let request = Unmanaged<CurlRequest>.fromOpaque(privatePointer).takeUnretainedValue()
-                let code = CCurl_message_result(message)
-                curl_multi_remove_handle(multi.pointer, easy)
-                active[ObjectIdentifier(request)] = nil
+                end(request, code: CCurl_message_result(message), active: &active)
                 sharesChanged = true
-                if request.isCanceled.load(ordering: .relaxed) {
-                    finish(request, with: .failure(CancellationError()))
-                } else if let failure = request.failure(for: code) ?? request.incompleteAnswer {
-                    finish(request, with: .failure(failure))
-                } else {
-                    finish(request, with: .success(request.response()))
-                }
             }
             // libcurl runs a transfer only when its socket is ready or its timer is due: one whose
             // link died is checked here for a stall, as the progress callback would.
             let now = ContinuousClock.now
             if now - lastIdleCheck >= .seconds(1) {
                 lastIdleCheck = now
-                for (id, request) in active where request.shouldAbortWhileIdle() {
-                    curl_multi_remove_handle(multi.pointer, request.handle)
-                    active[id] = nil
+                for request in active.values where request.shouldAbortWhileIdle() {
+                    end(request, code: CURLE_ABORTED_BY_CALLBACK, active: &active)
                     sharesChanged = true
-                    if request.isCanceled.load(ordering: .relaxed) {
-                        finish(request, with: .failure(CancellationError()))
-                    } else {
-                        let failure = request.failure(for: CURLE_ABORTED_BY_CALLBACK) ?? .stalled(seconds: 0)
-                        finish(request, with: .failure(failure))
-                    }
                 }
             }
             if !active.isEmpty {
@@ -243,6 +227,21 @@ final class HTTPClient: TaskExecutor, Sendable {
         let share = limit.map { max($0 / Int64(max(uploading.count, 1)), 1) }
         for request in uploading {
             request.applySendRate([request.request.maxSendRate, share].compactMap { $0 }.min())
+        }
+    }
+
+    /// Takes a request off the multi handle and resumes its task with what `code` means: finished
+    /// by libcurl, or aborted by the HTTP thread's stall check (CURLE_ABORTED_BY_CALLBACK, as the
+    /// progress callback's abort would be).
+    private func end(_ request: CurlRequest, code: CURLcode, active: inout [ObjectIdentifier: CurlRequest]) {
+        curl_multi_remove_handle(multi.pointer, request.handle)
+        active[ObjectIdentifier(request)] = nil
+        if request.isCanceled.load(ordering: .relaxed) {
+            finish(request, with: .failure(CancellationError()))
+        } else if let failure = request.failure(for: code) ?? request.incompleteAnswer {
+            finish(request, with: .failure(failure))
+        } else {
+            finish(request, with: .success(request.response()))
         }
     }
 

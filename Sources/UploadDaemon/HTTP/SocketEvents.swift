@@ -20,12 +20,6 @@ final class SocketEvents: @unchecked Sendable {
     private var readyFDs = [Int32](repeating: 0, count: capacity)
     private var readiness = [Int32](repeating: 0, count: capacity)
 
-    /// A socket that is ready, with the CURL_CSELECT_* bits for curl_multi_socket_action.
-    struct Ready {
-        let socket: Int32
-        let bits: Int32
-    }
-
     init() {
         epoll = CShims_epoll_create()
         wakeFD = CShims_eventfd()
@@ -66,8 +60,9 @@ final class SocketEvents: @unchecked Sendable {
     }
 
     /// Waits until a socket is ready, the thread is woken, libcurl's timeout is due, or
-    /// `longest` ms have passed (0: only looks). Returns the sockets ready.
-    func wait(longest: Int32) -> [Ready] {
+    /// `longest` ms have passed (0: only looks). Calls `ready` with each socket ready and its
+    /// CURL_CSELECT_* bits for curl_multi_socket_action.
+    func wait(longest: Int32, ready: (_ socket: Int32, _ bits: Int32) -> Void) {
         var timeout = longest
         if let timerDeadline {
             timeout = Int32(clamping: max(0, min(Int64(longest), timerDeadline - Self.nowMillis())))
@@ -77,10 +72,7 @@ final class SocketEvents: @unchecked Sendable {
                 CShims_epoll_wait(epoll, fds.baseAddress, readiness.baseAddress, Int32(Self.capacity), timeout)
             }
         }
-        guard count > 0 else { return [] }
-        var ready: [Ready] = []
-        ready.reserveCapacity(Int(count))
-        for index in 0..<Int(count) {
+        for index in 0..<Int(max(count, 0)) {
             let fd = readyFDs[index]
             if fd == wakeFD {
                 var value: UInt64 = 0
@@ -92,9 +84,8 @@ final class SocketEvents: @unchecked Sendable {
             if flags & Int32(CSHIMS_READABLE) != 0 { bits |= CCurl_CSELECT_IN }
             if flags & Int32(CSHIMS_WRITABLE) != 0 { bits |= CCurl_CSELECT_OUT }
             if flags & Int32(CSHIMS_FAILED) != 0 { bits |= CCurl_CSELECT_ERR }
-            ready.append(Ready(socket: fd, bits: bits))
+            ready(fd, bits)
         }
-        return ready
     }
 
     /// `watched`: whether the socket is in the epoll set already (libcurl keeps the mark set by

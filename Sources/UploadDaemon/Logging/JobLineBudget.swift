@@ -19,12 +19,15 @@ struct JobLineBudget {
         case hold
     }
 
+    /// The line that counts the lines held, at the most severe level among them.
+    typealias Summary = (level: LogLevel, text: String)
+
     private var windowStart: Double?
     private var written = 0
     private var held: [String: Int] = [:]
     private var lowest: JobID?
     private var highest: JobID?
-    /// The most severe level of the lines held: the summary's own.
+    /// The most severe level of the lines held so far: the summary's own.
     private(set) var summaryLevel = LogLevel.info
 
     /// Whether lines are held for a summary not written yet (the caller then asks `summary(at:)`
@@ -34,7 +37,7 @@ struct JobLineBudget {
     /// Takes in a line about job `id` in `state` at `now` (seconds of a monotonic clock). Also
     /// returns the summary of a second that ended before `now`, to write before the line.
     mutating func admit(_ id: JobID, state: String, level: LogLevel = .info, at now: Double) -> (
-        Decision, summary: String?
+        Decision, summary: Summary?
     ) {
         let summary = summary(at: now)
         if windowStart == nil { windowStart = now }
@@ -49,9 +52,9 @@ struct JobLineBudget {
         return (.hold, summary)
     }
 
-    /// The summary of the lines held, once their second is over at `now` (nil: none, or not yet),
-    /// to write at `summaryLevel` as it was before this call. The next second starts empty.
-    mutating func summary(at now: Double) -> String? {
+    /// The summary of the lines held, once their second is over at `now` (nil: none, or not yet).
+    /// The next second starts empty.
+    mutating func summary(at now: Double) -> Summary? {
         guard let start = windowStart, now - start >= 1 else { return nil }
         defer {
             windowStart = nil
@@ -65,9 +68,10 @@ struct JobLineBudget {
         let count = held.values.reduce(0, +)
         let states = held.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.value) \($0.key)" }
         let jobs = lowest == highest ? "job \(lowest)" : "jobs \(lowest) to \(highest)"
-        return
+        let text =
             "\(count) more \(count == 1 ? "line" : "lines") about \(jobs) in that second, not written one by one (over "
             + "\(Self.perSecond) a second): \(states.joined(separator: ", ")). "
             + "`uploadctl show ID` tells a job's story"
+        return (summaryLevel, text)
     }
 }

@@ -84,13 +84,12 @@ enum Log {
     private static func admitRoutineLine(about job: JobLogContext, at lineLevel: LogLevel) -> Bool {
         let now = MonotonicClock.seconds()
         let (decision, summary, scheduleSummary) = settings.withLock { settings in
-            let level = settings.jobLines.summaryLevel
             let (decision, summary) = settings.jobLines.admit(job.id, state: job.state, level: lineLevel, at: now)
             let schedule = settings.jobLines.isHolding && !settings.summaryScheduled
             if schedule { settings.summaryScheduled = true }
-            return (decision, summary.map { (level, $0) }, schedule)
+            return (decision, summary, schedule)
         }
-        if let (level, summary) = summary { write(level, { summary }) }
+        if let summary { write(summary.level, { summary.text }) }
         if scheduleSummary { writeSummary(after: 1.05) }
         return decision == .write
     }
@@ -100,12 +99,11 @@ enum Log {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + seconds) {
             let now = MonotonicClock.seconds()
             let (summary, holding) = settings.withLock { settings in
-                let level = settings.jobLines.summaryLevel
-                let summary = settings.jobLines.summary(at: now).map { (level, $0) }
+                let summary = settings.jobLines.summary(at: now)
                 settings.summaryScheduled = settings.jobLines.isHolding
                 return (summary, settings.summaryScheduled)
             }
-            if let (level, summary) = summary { write(level, { summary }) }
+            if let summary { write(summary.level, { summary.text }) }
             if holding { writeSummary(after: 0.25) }
         }
     }

@@ -189,7 +189,10 @@ public final class DaemonConnection {
                 if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
                 return try IncomingMessage.decode(line: line)
             }
-            guard try waitUntilReadable(deadline) else { return nil }
+            // Without a deadline the read itself waits (the socket blocks): no poll before each read.
+            if deadline != nil {
+                guard try waitUntilReadable(deadline) else { return nil }
+            }
             let received = readBuffer.withUnsafeMutableBytes { buffer in
                 Result { () throws(SystemError) in
                     try syscall("read") { read(descriptor, buffer.baseAddress, buffer.count) }

@@ -37,6 +37,14 @@ public struct RPCResult: Equatable, Sendable {
         }
     }
 
+    /// The result parsed, for a reader that goes through it by hand.
+    public func value() throws -> JSONValue {
+        switch form {
+        case .text(let text): return try JSONValue(parsing: text)
+        case .tree(let value): return value
+        }
+    }
+
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         switch form {
         case .text(let text): return try JSONCoding.decoder.decode(T.self, from: Data(text))

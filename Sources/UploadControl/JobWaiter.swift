@@ -15,16 +15,21 @@ protocol TrackedJob: Decodable, Sendable {
     static var subscribedFields: [String]? { get }
     /// The job whole, when this is it.
     var whole: JobInfo? { get }
+    /// Reads a job as the daemon sent it (a snapshot's element, a `job.state`'s params); nil when
+    /// it is not one.
+    static func read(_ json: JSONValue) -> Self?
 }
 
 extension JobInfo: TrackedJob {
     static var subscribedFields: [String]? { nil }
     var whole: JobInfo? { self }
+    static func read(_ json: JSONValue) -> JobInfo? { try? json.decode(JobInfo.self) }
 }
 
 extension JobStatus: TrackedJob {
     static var subscribedFields: [String]? { fields }
     var whole: JobInfo? { nil }
+    static func read(_ json: JSONValue) -> JobStatus? { JobStatus(json: json) }
 }
 
 /// `{"jobs": [...]}` of either kind of tracked job.
@@ -150,9 +155,7 @@ enum JobWaiter {
         takeEarly(connection.takeQueuedNotifications(), into: &tracker, onNotification: onNotification)
         while !tracker.isFinished {
             guard let notification = try connection.nextNotification(until: deadline) else { break }
-            if notification.method == ControlEvent.state.rawValue,
-                let job = try? notification.params.decode(Job.self)
-            {
+            if notification.method == ControlEvent.state.rawValue, let job = Job.read(notification.params) {
                 tracker.update(job)
             } else if notification.method == ControlEvent.removed.rawValue,
                 let id = try? notification.params.decode(JobSelection.self).id
@@ -163,7 +166,7 @@ enum JobWaiter {
                 connection = try DaemonConnection(socketPath: connection.socketPath)
                 let unfinished = tracker.unfinishedIDs
                 let snapshot = try subscription.subscribeAgain(to: unfinished, on: connection)
-                let listed = Set(snapshot.compactMap { try? $0.decode(Job.self).id })
+                let listed = Set(snapshot.compactMap { Job.read($0)?.id })
                 unfinished.filter { !listed.contains($0) }.forEach { tracker.markRemoved($0) }
                 let missed = snapshot.map { RPCNotification(method: ControlEvent.state.rawValue, params: $0) }
                 takeEarly(missed + connection.takeQueuedNotifications(), into: &tracker, onNotification: onNotification)
@@ -188,7 +191,7 @@ enum JobWaiter {
         onNotification: (RPCNotification, JobTracker<Job>) -> Void
     ) {
         for notification in notifications where notification.method == ControlEvent.state.rawValue {
-            if let job = try? notification.params.decode(Job.self), tracker.updateIfNewer(job) {
+            if let job = Job.read(notification.params), tracker.updateIfNewer(job) {
                 onNotification(notification, tracker)
             }
         }
@@ -208,22 +211,31 @@ enum JobWaiter {
 
         /// Subscribes with a snapshot: the selected jobs' current states.
         mutating func subscribe(_ selection: Selection, on connection: DaemonConnection) throws -> [Job] {
-            try subscribe(selection, on: connection, as: TrackedJobs<Job>.self).jobs
+            try subscribeAnswering(selection, on: connection).map { json in
+                guard let job = Job.read(json) else {
+                    throw ControlClientError.unexpectedAnswer("events.subscribe returned something else than jobs")
+                }
+                return job
+            }
         }
 
         /// Subscribes with a snapshot to the jobs still followed: their states, as sent.
         mutating func subscribeAgain(to ids: [JobID], on connection: DaemonConnection) throws -> [JSONValue] {
-            try subscribe(.ids(ids), on: connection, as: RawJobs.self).jobs
+            try subscribeAnswering(.ids(ids), on: connection)
         }
 
-        private mutating func subscribe<Answer: Decodable>(
-            _ selection: Selection, on connection: DaemonConnection, as answer: Answer.Type
-        ) throws -> Answer {
+        /// The snapshot's jobs as sent: `{"jobs": [...]}`.
+        private mutating func subscribeAnswering(_ selection: Selection, on connection: DaemonConnection) throws
+            -> [JSONValue]
+        {
             while true {
                 do {
-                    return try connection.call(
-                        .subscribe, params: selection.subscription(kinds: kinds, states: states, jobFields: jobFields),
-                        as: answer)
+                    let params = selection.subscription(kinds: kinds, states: states, jobFields: jobFields)
+                    let answer = try connection.call(.subscribe, JSONValue(encoding: params))
+                    guard case .array(let jobs)? = (try? answer.value())?.objectValue?["jobs"] else {
+                        throw ControlClientError.unexpectedAnswer("events.subscribe returned no \"jobs\"")
+                    }
+                    return jobs
                 } catch let refusal as RPCError
                     where jobFields != nil && refusal.message.contains("unknown key 'job_fields'")
                 {
@@ -235,11 +247,6 @@ enum JobWaiter {
                 }
             }
         }
-    }
-
-    /// `{"jobs": [...]}` as sent, for jobs passed on as notifications.
-    private struct RawJobs: Decodable {
-        var jobs: [JSONValue]
     }
 
     /// Follows the jobs without bars, then reports: whole jobs for `--json`, else only what the

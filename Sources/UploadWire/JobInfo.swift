@@ -463,6 +463,45 @@ public struct JobStatus: Decodable, Sendable, Equatable {
         nextAttemptAt = job.nextAttemptAt
     }
 
+    /// Reads a job from its parsed JSON as `init(from:)` does, without a `Decoder`: nil where that
+    /// throws. A waiter reads each job it follows twice (the subscription's snapshot, then its end);
+    /// through the generic decoders that was ~30% of `uploadctl wait`'s CPU for 20,000 small files.
+    public init?(json: JSONValue) {
+        guard case .object(let object) = json, case .number(let idNumber)? = object["id"],
+            let id = UInt64(exactly: idNumber), case .string(let stateName)? = object["state"],
+            let state = JobState(rawValue: stateName), case .string(let updated)? = object["updated_at"],
+            let updatedAt = JSONCoding.date(from: updated)
+        else { return nil }
+        self.id = JobID(rawValue: id)
+        self.state = state
+        self.updatedAt = updatedAt
+        switch object["revision"] {
+        case nil, .null?: revision = 0
+        case .number(let number)?:
+            guard let revision = UInt64(exactly: number) else { return nil }
+            self.revision = revision
+        default: return nil
+        }
+        switch object["error"] {
+        case nil, .null?: error = nil
+        case let value?:
+            guard let error = try? value.decode(JobError.self) else { return nil }
+            self.error = error
+        }
+        switch object["waiting"] {
+        case nil, .null?: waiting = nil
+        case .string(let text)?: waiting = text
+        default: return nil
+        }
+        switch object["next_attempt_at"] {
+        case nil, .null?: nextAttemptAt = nil
+        case .string(let text)?:
+            guard let date = JSONCoding.date(from: text) else { return nil }
+            nextAttemptAt = date
+        default: return nil
+        }
+    }
+
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(JobID.self, forKey: .id)

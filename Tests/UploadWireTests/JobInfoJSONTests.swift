@@ -96,11 +96,37 @@ import Testing
             let read = JobStatus(try JSONCoding.decoder.decode(JobInfo.self, from: Data(job.jsonBytes)))
             if fields.isSuperset(of: JobStatus.fields) {
                 #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes(only: only))) == read)
+                #expect(JobStatus(json: try JSONValue(parsing: job.jsonBytes(only: only))) == read)
             }
             #expect(try JSONCoding.decoder.decode(JobStatus.self, from: Data(job.jsonBytes)) == read)
+            #expect(JobStatus(json: try JSONValue(parsing: job.jsonBytes)) == read)
         }
         let list = JobList(jobs: [Self.randomJob(&random)]).jsonBytes(only: JobFields(names: ["id", "state"]))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(list)) as? [String: [[String: Any]]])
         #expect(object["jobs"]?.first?.keys.sorted() == ["id", "state"])
+    }
+
+    /// `JobStatus(json:)` reads what `init(from:)` reads and refuses what it refuses.
+    @Test func aStatusReadByHandAgreesWithItsDecoder() throws {
+        let base = #"{"id":7,"state":"failed","updated_at":"2026-12-01T11:37:42.814Z""#
+        let cases = [
+            base + "}", base + #","revision":3}"#, base + #","revision":null,"waiting":null,"error":null}"#,
+            base + #","error":{"code":"http","message":"no","status":500},"waiting":"the network"}"#,
+            base + #","next_attempt_at":"2026-12-01T11:37:43Z","size":12,"extra":[1,{"a":null}]}"#,
+            base + #","revision":-1}"#, base + #","revision":1.5}"#, base + #","revision":"3"}"#,
+            base + #","error":{"message":"no code"}}"#, base + #","error":"text"}"#, base + #","waiting":4}"#,
+            base + #","next_attempt_at":"soon"}"#, base + #","next_attempt_at":12}"#,
+            #"{"id":7,"state":"failed"}"#, #"{"id":0.5,"state":"failed","updated_at":"2026-12-01T11:37:42Z"}"#,
+            #"{"id":7,"state":"sleeping","updated_at":"2026-12-01T11:37:42Z"}"#,
+            #"{"id":"7","state":"failed","updated_at":"2026-12-01T11:37:42Z"}"#,
+            #"{"id":7,"state":"failed","updated_at":"yesterday"}"#, "[1]", "null", #""job""#,
+        ]
+        var refused = 0
+        for text in cases {
+            let decoded = try? JSONCoding.decoder.decode(JobStatus.self, from: Data(text.utf8))
+            #expect(JobStatus(json: try JSONValue(parsing: Array(text.utf8))) == decoded, "\(text)")
+            if decoded == nil { refused += 1 }
+        }
+        #expect(refused == 16)
     }
 }

@@ -98,7 +98,7 @@ struct ControlHandler: Sendable {
             case .string, .number: break
             default: continue
             }
-            guard let params = try? AddParams.decode(from: object["params"]) else { continue }
+            guard let params = try? AddParams.read(from: object["params"]) else { continue }
             let fields: JobFields?
             do { fields = try jobFields(params.jobFields) } catch { continue }
             adds.append((index, id, params, fields))
@@ -183,7 +183,7 @@ struct ControlHandler: Sendable {
             let remote = try RemoteParams.decode(from: params)
             return try encodeResult(try await scheduler.testRemote(named: remote.name))
         case .add:
-            let add = try AddParams.decode(from: params)
+            let add = try AddParams.read(from: params)
             let fields = try Self.jobFields(add.jobFields)
             return try await scheduler.add(add).jsonBytes(only: fields)
         case .get:

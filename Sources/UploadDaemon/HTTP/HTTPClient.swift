@@ -34,7 +34,6 @@ final class HTTPClient: TaskExecutor, Sendable {
     /// What the HTTP thread waits on: libcurl's sockets and timeout, and wake-ups from other threads.
     private let socketEvents = SocketEvents()
     private let inbox = Mutex(Inbox())
-    private let idleWake = DispatchSemaphore(value: 0)
     /// The bandwidth limit last set (0: none), for sizing new requests' upload buffers.
     private let sharedLimit = Atomic<Int64>(0)
     private let stopped = DispatchSemaphore(value: 0)
@@ -110,7 +109,6 @@ final class HTTPClient: TaskExecutor, Sendable {
     private func wakeThread() {
         guard threadID.load(ordering: .relaxed) != UInt(pthread_self()) else { return }
         socketEvents.wake()
-        idleWake.signal()
     }
 
     // MARK: - The HTTP thread
@@ -165,15 +163,11 @@ final class HTTPClient: TaskExecutor, Sendable {
                 sharesChanged = false
             }
             if stopping { break }
+            // Answers just resumed tasks of this executor: they run before any wait. With nothing in
+            // flight, the thread sleeps until a command or a task arrives (or a timer libcurl set is
+            // due), with no periodic wakeups; else at least once a second, for the stall check below.
             let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
-            if active.isEmpty {
-                if jobsWaiting { continue }
-                // Nothing in flight: sleep until a command or a task arrives, with no periodic wakeups.
-                idleWake.wait()
-                continue
-            }
-            // Answers just resumed tasks of this executor: they run before any wait.
-            let longest: Int32 = jobsWaiting ? 0 : 1000
+            let longest: Int32 = jobsWaiting ? 0 : active.isEmpty ? -1 : 1000
             var running: Int32 = 0
             socketEvents.wait(longest: longest) { socket, bits in
                 curl_multi_socket_action(multi.pointer, socket, bits, &running)

@@ -60,12 +60,13 @@ final class SocketEvents: @unchecked Sendable {
     }
 
     /// Waits until a socket is ready, the thread is woken, libcurl's timeout is due, or
-    /// `longest` ms have passed (0: only looks). Calls `ready` with each socket ready and its
-    /// CURL_CSELECT_* bits for curl_multi_socket_action.
+    /// `longest` ms have passed (0: only looks; -1: no limit of its own). Calls `ready` with each
+    /// socket ready and its CURL_CSELECT_* bits for curl_multi_socket_action.
     func wait(longest: Int32, ready: (_ socket: Int32, _ bits: Int32) -> Void) {
         var timeout = longest
         if let timerDeadline {
-            timeout = Int32(clamping: max(0, min(Int64(longest), timerDeadline - Self.nowMillis())))
+            let untilTimer = max(0, timerDeadline - Self.nowMillis())
+            timeout = Int32(clamping: longest < 0 ? untilTimer : min(Int64(longest), untilTimer))
         }
         let count = readyFDs.withUnsafeMutableBufferPointer { fds in
             readiness.withUnsafeMutableBufferPointer { readiness in

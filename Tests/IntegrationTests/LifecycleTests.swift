@@ -30,6 +30,15 @@ final class LifecycleTests {
         return path
     }
 
+    /// `top -H`, `ps -L` and perf tell the daemon's own threads from libdispatch's by name.
+    @Test func theDaemonsOwnThreadsAreNamedForTheKernel() throws {
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")
+        let names = Set(
+            tasks.compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .newlines) })
+        #expect(names.isSuperset(of: ["uploadd-http", "uploadd-journal"]), "\(names.sorted())")
+    }
+
     @Test func pauseMidTransferThenResumeCompletes() throws {
         let path = try bigFile("pausable.bin")
         let ids = try daemon.add([path], to: "\(servers.nginxURL)/dav/pause/")

@@ -104,4 +104,8 @@ pid_t CShims_spawn_limited(const char *path, char *const argv[], char *const env
 /// pipe2 with O_CLOEXEC. Returns 0 or -1 with errno set.
 int CShims_pipe_cloexec(int fds[2]);
 
+/// Names the calling thread as the kernel shows it (at most 15 bytes; pthread_setname_np, which
+/// glibc declares only with _GNU_SOURCE). Returns 0 or an error number (ERANGE: too long).
+int CShims_name_this_thread(const char *name);
+
 #endif

@@ -48,9 +48,7 @@ final class HTTPClient: TaskExecutor, Sendable {
     init() {
         multi = MultiHandle()
         socketEvents.attach(to: multi.pointer)
-        let thread = Thread { [self] in run() }
-        thread.name = "uploadd-http"
-        thread.start()
+        NamedThread.start("uploadd-http") { [self] in run() }
     }
 
     /// Sends a request and returns the server's answer, whatever its status. Throws a

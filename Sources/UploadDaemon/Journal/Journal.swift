@@ -358,9 +358,7 @@ final class Journal: Sendable {
     // MARK: - The writer thread
 
     private func startWriter() {
-        let thread = Thread { [self] in writerLoop() }
-        thread.name = "uploadd-journal"
-        thread.start()
+        NamedThread.start("uploadd-journal") { [self] in writerLoop() }
     }
 
     private func writerLoop() {

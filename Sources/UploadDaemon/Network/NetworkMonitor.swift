@@ -33,12 +33,10 @@ final class NetworkMonitor: Sendable {
         netlink = fd
         wakeRead = pipeFDs[0]
         wakeWrite = pipeFDs[1]
-        let thread = Thread { [netlink, wakeRead, finished] in
+        NamedThread.start("uploadd-network") { [netlink, wakeRead, finished] in
             Self.run(netlink: netlink, wake: wakeRead, onChange: onChange)
             finished.signal()
         }
-        thread.name = "uploadd-network"
-        thread.start()
     }
 
     func stop() {

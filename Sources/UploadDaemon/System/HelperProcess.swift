@@ -220,7 +220,7 @@ private final class Spawner: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
 
     private init() {
-        let thread = Thread { [self] in
+        NamedThread.start("uploadd-spawn") { [self] in
             while true {
                 ready.wait()
                 lock.lock()
@@ -229,8 +229,6 @@ private final class Spawner: @unchecked Sendable {
                 next()
             }
         }
-        thread.name = "uploadd-spawn"
-        thread.start()
     }
 
     func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

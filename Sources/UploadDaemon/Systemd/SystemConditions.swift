@@ -43,12 +43,10 @@ final class SystemConditionsWatcher: Sendable {
         let connection = BusConnection(bus)
         let initial = connection.read()
         self.initial = initial
-        let thread = Thread { [wakeRead, finished] in
+        NamedThread.start("uploadd-sysbus") { [wakeRead, finished] in
             connection.run(wake: wakeRead, initial: initial, onChange: onChange)
             finished.signal()
         }
-        thread.name = "uploadd-system-bus"
-        thread.start()
     }
 
     func stop() {

@@ -55,12 +55,7 @@ extension AddParams {
             guard let token = value.plainString else { return false }
             params.clientToken = token
         case "metadata":
-            guard case .object(let object) = value else { return false }
-            var metadata: [String: String] = [:]
-            for (key, entry) in object {
-                guard let text = entry.plainString else { return false }
-                metadata[key] = text
-            }
+            guard let metadata = value.plainStringObject else { return false }
             params.metadata = metadata
         case "umask":
             guard let umask = value.wholeNumber(Int.self) else { return false }
@@ -98,15 +93,21 @@ extension JSONValue {
         return strings
     }
 
+    /// An object whose values are all strings.
+    fileprivate var plainStringObject: [String: String]? {
+        guard case .object(let object) = self else { return nil }
+        var strings: [String: String] = [:]
+        strings.reserveCapacity(object.count)
+        for (key, value) in object {
+            guard let text = value.plainString else { return nil }
+            strings[key] = text
+        }
+        return strings
+    }
+
     /// `{"k": "v", ...}` as `k=v` strings, sorted by key, as `AddParams.init(from:)` takes `fields`.
     fileprivate var sortedPairs: [String]? {
-        guard case .object(let object) = self else { return nil }
-        var pairs: [String] = []
-        for key in object.keys.sorted() {
-            guard let text = object[key]?.plainString else { return nil }
-            pairs.append("\(key)=\(text)")
-        }
-        return pairs
+        plainStringObject.map { object in object.keys.sorted().map { "\($0)=\(object[$0]!)" } }
     }
 
     /// A number that `T` holds exactly, as the decoder takes integers.

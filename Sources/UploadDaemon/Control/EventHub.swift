@@ -42,11 +42,38 @@ final class EventHub: Sendable {
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
     /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
     func publishState(id: JobID, batch: JobID?, state: JobState, _ info: () -> JobInfo) {
-        var job: JobInfo?
-        publish(ControlEvent.state, id: id, batch: batch, state: state) { fields in
-            if job == nil { job = info() }
-            return job?.jsonBytes(only: fields)
+        publishStates([StateChange(id: id, batch: batch, state: state)]) { _ in info() }
+    }
+
+    /// A job's new state, for `publishStates`.
+    struct StateChange {
+        var id: JobID
+        var batch: JobID?
+        var state: JobState
+    }
+
+    /// Several jobs' new states, in order (`info(i)` makes the i-th job's, only if wanted): each
+    /// subscriber gets the lines it wants of all of them in one delivery, so the ends of many small
+    /// uploads that shared a sync cross to a connection's queue in one hop and reach the client in
+    /// one write, not one each.
+    func publishStates(_ changes: [StateChange], info: (Int) -> JobInfo) {
+        let targets = subscribers.withLock { Array($0.values) }
+        guard !targets.isEmpty else { return }
+        var gathered = [[UInt8]](repeating: [], count: targets.count)
+        for (position, change) in changes.enumerated() {
+            var job: JobInfo?
+            var lines: [JobFields?: [UInt8]] = [:]
+            for (index, target) in targets.enumerated()
+            where target.wants(.state, id: change.id, batch: change.batch, state: change.state) {
+                let fields = target.jobFields
+                if lines[fields] == nil {
+                    if job == nil { job = info(position) }
+                    lines[fields] = Self.line(.state, job?.jsonBytes(only: fields))
+                }
+                gathered[index].append(contentsOf: lines[fields] ?? [])
+            }
         }
+        for (index, bytes) in gathered.enumerated() where !bytes.isEmpty { targets[index].deliver(bytes) }
     }
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.

@@ -230,21 +230,39 @@ extension Scheduler {
 
     /// Announces each end once its record is on disk, and only then deletes its cached copy (before
     /// the sync, a crash would bring the job back without its bytes): `wait` returning 0 means it
-    /// stays done.
+    /// stays done. The ends whose records shared the sync are seen through in the same turn, and
+    /// announced together.
     private func finishEndsAwaitingSync() async {
         finishingEnds = true
         defer { finishingEnds = false }
-        while !endsAwaitingSync.isEmpty {
-            let end = endsAwaitingSync.removeFirst()
+        while let oldest = endsAwaitingSync.first {
+            let synced: Result<Void, any Error>
             do {
-                try await waitUntilDurable(end.ticket)
-                if end.deletesCachedFile { dependencies.snapshots.discardFiles(of: end.job) }
-                announce(end.job)
+                try await waitUntilDurable(oldest.ticket)
+                synced = .success(())
             } catch {
-                Log.error("job \(end.job.id): cannot journal its new state: \(error)")
+                synced = .failure(error)
             }
-            jobEnded(end.job)
+            announcingTogether {
+                var outcome: Result<Void, any Error>? = synced
+                while let end = endsAwaitingSync.first, let known = outcome ?? knownDurability(of: end.ticket) {
+                    endsAwaitingSync.removeFirst()
+                    outcome = nil
+                    finish(end, synced: known)
+                }
+            }
         }
+    }
+
+    private func finish(_ end: EndAwaitingSync, synced: Result<Void, any Error>) {
+        do {
+            try synced.get()
+            if end.deletesCachedFile { dependencies.snapshots.discardFiles(of: end.job) }
+            announce(end.job)
+        } catch {
+            Log.error("job \(end.job.id): cannot journal its new state: \(error)")
+        }
+        jobEnded(end.job)
     }
 
     /// The attempt could not even start (unknown remote, unsupported protocol): the same rules apply.

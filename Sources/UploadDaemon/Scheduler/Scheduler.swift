@@ -65,6 +65,8 @@ actor Scheduler {
     var endsAwaitingSync: [EndAwaitingSync] = []
     /// Whether an ended attempt is seeing `endsAwaitingSync` through.
     var finishingEnds = false
+    /// Jobs announced inside `announcingTogether`, announced when it returns; nil outside it.
+    var heldAnnouncements: [Job]?
     /// Queued jobs whose preparation has not run, in the order they would start.
     var toPrepare = ReadyQueue()
     /// Preparations under way: they run ahead of uploads and take no transfer slot. `run` tells
@@ -305,6 +307,14 @@ actor Scheduler {
         compactIfWorthwhile()
     }
 
+    /// What `waitUntilDurable` would come to, if the journal knows it already (it is told once);
+    /// nil while the records wait for their write or sync.
+    func knownDurability(of ticket: Journal.DurableTicket) -> Result<Void, any Error>? {
+        guard let outcome = dependencies.journal.takeOutcome(of: ticket) else { return nil }
+        if case .failure = outcome { catchUpWithJournal() } else { compactIfWorthwhile() }
+        return outcome
+    }
+
     /// Rewrites the journal when it holds far more records than live jobs.
     private func compactIfWorthwhile() {
         let written = dependencies.journal.recordsSinceCompaction
@@ -448,9 +458,28 @@ actor Scheduler {
     /// Tells subscribers of a job's change: the job as memory holds it (its revision included).
     func announce(_ job: Job) {
         let current = store.jobs[job.id] ?? job
+        if heldAnnouncements != nil {
+            heldAnnouncements?.append(current)
+            return
+        }
         dependencies.events.publishState(id: current.id, batch: current.spec.batch, state: current.state) {
             info(for: current)
         }
+    }
+
+    /// Runs `body` (synchronous: no other turn of the actor can come between) and announces the
+    /// changes it announced together, in their order, when it returns: one delivery per subscriber.
+    func announcingTogether<Result>(_ body: () throws -> Result) rethrows -> Result {
+        guard heldAnnouncements == nil else { return try body() }
+        heldAnnouncements = []
+        defer {
+            let held = heldAnnouncements ?? []
+            heldAnnouncements = nil
+            dependencies.events.publishStates(
+                held.map { EventHub.StateChange(id: $0.id, batch: $0.spec.batch, state: $0.state) }
+            ) { info(for: held[$0]) }
+        }
+        return try body()
     }
 
     /// Lets the held jobs that match go back to the ready queue; returns how many.

@@ -32,6 +32,8 @@ public struct BinaryWriter {
 
     public mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
+    public mutating func writeByte(_ value: UInt8) { bytes.append(value) }
+
     public mutating func write(_ value: String) {
         var text = value
         text.withUTF8 { utf8 in
@@ -58,12 +60,28 @@ public struct BinaryWriter {
         for value in values { writeValue(&self, value) }
     }
 
-    /// A message: the byte length of what `body` writes, then those bytes.
+    /// Continues `bytes`: hand them over (no copy when the caller drops its own reference).
+    public init(appending bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A message: the byte length of what `body` writes, then those bytes. Written in place: the
+    /// length goes in the byte saved for it, or, for 128 bytes or more, in the bytes it needs.
     public mutating func writeMessage(_ body: (inout BinaryWriter) -> Void) {
-        var inner = BinaryWriter()
-        body(&inner)
-        write(UInt64(inner.bytes.count))
-        bytes.append(contentsOf: inner.bytes)
+        let start = bytes.count
+        bytes.append(0)
+        body(&self)
+        let length = bytes.count - start - 1
+        guard length >= 0x80 else {
+            bytes[start] = UInt8(length)
+            return
+        }
+        var prefix = BinaryWriter()
+        prefix.write(UInt64(length))
+        bytes.replaceSubrange(start...start, with: prefix.bytes)
+    }
+
+    /// Overwrites bytes already written (a frame's length and checksum, once its payload is known).
+    public mutating func overwrite(at offset: Int, with replacement: some Collection<UInt8>) {
+        bytes.replaceSubrange(offset..<offset + replacement.count, with: replacement)
     }
 
     /// Bytes as they are, with no length (a record's payload kept verbatim).

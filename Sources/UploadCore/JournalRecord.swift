@@ -83,22 +83,39 @@ public enum JournalFormat {
 
     /// Appends one framed record to `buffer`.
     public static func append(_ record: JournalRecord, to buffer: inout [UInt8]) {
-        var writer = BinaryWriter()
-        record.writePayload(to: &writer)
-        appendFrame(type: record.typeCode, payload: writer.bytes, to: &buffer)
+        appendFrame(type: record.typeCode, to: &buffer) { record.writePayload(to: &$0) }
     }
 
     static func appendFrame(type: UInt8, payload: [UInt8], to buffer: inout [UInt8]) {
-        var crc = withUnsafeBytes(of: type) { CShims_crc32c(0, $0.baseAddress, 1) }
-        crc = payload.withUnsafeBytes { CShims_crc32c(crc, $0.baseAddress, $0.count) }
-        appendUInt32(UInt32(payload.count), to: &buffer)
-        appendUInt32(crc, to: &buffer)
-        buffer.append(type)
-        buffer.append(contentsOf: payload)
+        appendFrame(type: type, to: &buffer) { $0.writeRaw(payload) }
     }
+
+    /// A frame: the payload's length and checksum, the type, then the payload `writePayload` writes in
+    /// place, after room for the length and checksum, which are filled in once it is known.
+    private static func appendFrame(
+        type: UInt8, to buffer: inout [UInt8], writePayload: (inout BinaryWriter) -> Void
+    ) {
+        let frameStart = buffer.count
+        var writer = BinaryWriter(appending: buffer)
+        buffer = []  // the writer's bytes are the only reference: appended to in place
+        writer.writeRaw(Self.roomForLengthAndChecksum)
+        writer.writeByte(type)
+        writePayload(&writer)
+        let (length, crc) = writer.bytes.withUnsafeBytes { frame in
+            let payload = UnsafeRawBufferPointer(rebasing: frame[(frameStart + 9)...])
+            let crc = withUnsafeBytes(of: type) { CShims_crc32c(0, $0.baseAddress, 1) }
+            return (UInt32(payload.count), CShims_crc32c(crc, payload.baseAddress, payload.count))
+        }
+        withUnsafeBytes(of: length.littleEndian) { writer.overwrite(at: frameStart, with: $0) }
+        withUnsafeBytes(of: crc.littleEndian) { writer.overwrite(at: frameStart + 4, with: $0) }
+        buffer = writer.bytes
+    }
+
+    private static let roomForLengthAndChecksum = [UInt8](repeating: 0, count: 8)
 
     public static func encode(_ records: [JournalRecord]) -> [UInt8] {
         var buffer: [UInt8] = []
+        buffer.reserveCapacity(records.count * 512)  // a job's record is a few hundred bytes
         for record in records { append(record, to: &buffer) }
         return buffer
     }

@@ -63,6 +63,16 @@ struct GoldenJournalTests {
         #expect(upgraded.nextID == old.nextID)
     }
 
+    /// Today's encoder writes, record for record, the very bytes that the daemon which wrote the
+    /// frozen journal of the current format wrote: a job always encodes to the same bytes.
+    @Test func recordsOfTheCurrentFormatEncodeToTheBytesTheFrozenJournalHolds() throws {
+        let (bytes, _) = try Self.load("format5")
+        #expect(JournalFormat.version == 5, "freeze a journal of the new format and check it here")
+        let records = try JournalFormat.decode(bytes).records
+        #expect(records.count > 100)
+        #expect(JournalFormat.header() + JournalFormat.encode(records) == bytes)
+    }
+
     /// Every checkpoint kind and every job state is in the fixtures, so the checks above cover them.
     @Test func theFixturesCoverEveryStateAndCheckpointKind() throws {
         for folder in ["format1", "format2", "format3", "format4", "format5"] {

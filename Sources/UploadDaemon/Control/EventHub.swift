@@ -42,7 +42,7 @@ final class EventHub: Sendable {
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
     /// the time, and an `add` of thousands of files announces each job as it is added, starts and ends).
     func publishState(id: JobID, batch: JobID?, state: JobState, _ info: () -> JobInfo) {
-        publishStates([StateChange(id: id, batch: batch, state: state)]) { _ in info() }
+        publishStates(CollectionOfOne(StateChange(id: id, batch: batch, state: state))) { _ in info() }
     }
 
     /// A job's new state, for `publishStates`.
@@ -56,10 +56,10 @@ final class EventHub: Sendable {
     /// subscriber gets the lines it wants of all of them in one delivery, so the ends of many small
     /// uploads that shared a sync cross to a connection's queue in one hop and reach the client in
     /// one write, not one each.
-    func publishStates(_ changes: [StateChange], info: (Int) -> JobInfo) {
+    func publishStates(_ changes: some Collection<StateChange>, info: (Int) -> JobInfo) {
         let targets = subscribers.withLock { Array($0.values) }
         guard !targets.isEmpty else { return }
-        var gathered = [[UInt8]](repeating: [], count: targets.count)
+        var gathered: [[UInt8]] = []  // made once some line is wanted: most changes interest nobody
         for (position, change) in changes.enumerated() {
             var job: JobInfo?
             var lines: [JobFields?: [UInt8]] = [:]
@@ -70,7 +70,9 @@ final class EventHub: Sendable {
                     if job == nil { job = info(position) }
                     lines[fields] = Self.line(.state, job?.jsonBytes(only: fields))
                 }
-                gathered[index].append(contentsOf: lines[fields] ?? [])
+                guard let line = lines[fields] else { continue }
+                if gathered.isEmpty { gathered = Array(repeating: [], count: targets.count) }
+                if gathered[index].isEmpty { gathered[index] = line } else { gathered[index] += line }
             }
         }
         for (index, bytes) in gathered.enumerated() where !bytes.isEmpty { targets[index].deliver(bytes) }

@@ -73,7 +73,7 @@ extension Scheduler {
         }
         running[id] = RunningAttempt(
             task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,
-            crashSlot: crashSlot)
+            crashSlot: crashSlot, isSuspect: job.crashes > 0)
     }
 
     /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.

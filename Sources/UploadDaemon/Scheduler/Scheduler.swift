@@ -46,6 +46,8 @@ actor Scheduler {
         var bytesLeft: Int64
         /// Its place in the set of running jobs the crash marker lists.
         var crashSlot: RunningJobs.Slot?
+        /// Whether the daemon died in an earlier attempt of its job: then it runs alone (`fillSlots`).
+        var isSuspect = false
     }
 
     let dependencies: Dependencies
@@ -370,7 +372,7 @@ actor Scheduler {
                 ready.insert(id, at: job.place)
                 break
             }
-            guard slots.mayStart(bytesLeft: job.bytesLeft, running: running.values.map(\.bytesLeft)) else {
+            guard slots.mayStart(bytesLeft: job.bytesLeft, running: running.values.lazy.map(\.bytesLeft)) else {
                 ready.insert(id, at: job.place)  // the queue's order holds: nothing starts ahead of it
                 break
             }
@@ -381,7 +383,7 @@ actor Scheduler {
         updateTicker()
     }
 
-    private var isRunningASuspect: Bool { running.keys.contains { (store.jobs[$0]?.crashes ?? 0) > 0 } }
+    private var isRunningASuspect: Bool { running.values.contains(where: \.isSuspect) }
 
     /// Puts a queued job where it belongs: ready now, or delayed until its retry time.
     func enqueue(_ job: Job) {

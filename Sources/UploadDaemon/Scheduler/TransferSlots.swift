@@ -23,10 +23,10 @@ struct TransferSlots: Equatable {
 
     /// Whether an upload with `bytesLeft` to send may start beside `running` (what each running
     /// one had left to send when it started).
-    func mayStart(bytesLeft: Int64, running: [Int64]) -> Bool {
+    func mayStart(bytesLeft: Int64, running: some Collection<Int64>) -> Bool {
         if running.count < transfers { return true }
         guard smallFilesRunWider, bytesLeft <= Self.smallFile, running.count < mostAtOnce else { return false }
-        let smallOnes = running.filter { $0 <= Self.smallFile }.reduce(0, +)
+        let smallOnes = running.reduce(0) { $1 <= Self.smallFile ? $0 + $1 : $0 }
         return smallOnes + bytesLeft <= Self.smallBytesTogether
     }
 }

@@ -19,7 +19,17 @@ final class MIMETypes: Sendable {
     }
 
     func type(forFileName name: String) -> String {
-        let ext = (name as NSString).pathExtension.lowercased()
-        return types[ext] ?? "application/octet-stream"
+        types[Self.fileExtension(of: name)] ?? "application/octet-stream"
+    }
+
+    /// What follows the last dot of a file name, lowercased; empty when there is none, or when the
+    /// name only starts with a dot (`.profile`), as NSString's `pathExtension` has it. Without
+    /// NSString: each small file asks. ASCII lowercasing suffices: /etc/mime.types has no other letters.
+    static func fileExtension(of name: String) -> String {
+        let utf8 = name.utf8
+        guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else { return "" }
+        let ext = utf8[utf8.index(after: dot)...]
+        return String(
+            decoding: ext.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 }

@@ -92,6 +92,7 @@ private struct JSONReader {
             index += 1
             return .object(members)
         }
+        members.reserveCapacity(6)  // one allocation for most objects, not one per doubling
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {

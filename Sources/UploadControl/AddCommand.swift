@@ -210,8 +210,26 @@ struct AddCommand: ControlCommand {
     /// `..` is kept: the daemon's open() resolves it the way the shell's user expects.
     static func absolutePath(_ path: String, workingDirectory: String) -> String {
         let joined = path.hasPrefix("/") ? path : workingDirectory + "/" + path
+        if isPlainAbsolute(joined) { return joined }  // most paths a shell expands: nothing to split
         let components = joined.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
         return "/" + components.joined(separator: "/")
+    }
+
+    /// Whether `path` starts with `/` and has no empty or `.` component and no trailing `/`.
+    private static func isPlainAbsolute(_ path: String) -> Bool {
+        let utf8 = path.utf8
+        guard utf8.first == UInt8(ascii: "/"), utf8.count > 1, utf8.last != UInt8(ascii: "/") else { return false }
+        let slash = UInt8(ascii: "/")
+        let dot = UInt8(ascii: ".")
+        var previous = slash
+        var beforePrevious = slash
+        for byte in utf8.dropFirst() {
+            // `//`, `/./` (and a `/.` at the end, checked below) are what a split would drop.
+            if byte == slash && (previous == slash || (previous == dot && beforePrevious == slash)) { return false }
+            beforePrevious = previous
+            previous = byte
+        }
+        return !(previous == dot && beforePrevious == slash)
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {

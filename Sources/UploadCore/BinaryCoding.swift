@@ -149,28 +149,9 @@ public struct BinaryReader {
         }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(length))])
         offset += Int(length)
-        let text = slice.withMemoryRebound(to: UInt8.self) { (utf8) -> String? in
-            // ASCII is valid UTF-8 as it is; `String(validating:)` is generic over encodings and
-            // was an eighth of replaying a million jobs, so only the rest goes through it.
-            Self.isASCII(slice) ? String(decoding: utf8, as: UTF8.self) : String(validating: utf8, as: UTF8.self)
-        }
+        let text = slice.withMemoryRebound(to: UInt8.self) { String(checkingUTF8: $0) }
         guard let text else { throw BinaryDecodingError(description: "a string is not valid UTF-8") }
         return text
-    }
-
-    /// Whether every byte is below 0x80, eight at a time.
-    private static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var index = 0
-        var high: UInt64 = 0
-        while index + 8 <= bytes.count {
-            high |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < bytes.count {
-            high |= UInt64(bytes[index])
-            index += 1
-        }
-        return high & 0x8080_8080_8080_8080 == 0
     }
 
     public mutating func readDate() throws(BinaryDecodingError) -> Date {

@@ -231,7 +231,7 @@ private struct JSONReader {
     }
 
     private func text(_ utf8: UnsafeBufferPointer<UInt8>, at start: Int) throws(JSONSyntaxError) -> String {
-        guard let text = String(validating: utf8, as: UTF8.self) else {
+        guard let text = String(checkingUTF8: utf8) else {
             throw JSONSyntaxError(offset: start, reason: "a string that is not valid UTF-8")
         }
         return text

@@ -50,6 +50,22 @@ import UploadWire
         #expect(AddCommand.absolutePath(path, workingDirectory: workingDirectory) == expected)
     }
 
+    /// Paths that need no change are returned as they are, without splitting: the answer must be
+    /// the split's for every path, whichever way it is found.
+    @Test func anAbsolutePathIsTheSplitsWhateverItsDotsAndSlashes() {
+        let parts = ["", ".", "..", "a", ".b", "c.", "...", "é", "/"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let count = Int.random(in: 1...6, using: &generator)
+            let path = (0..<count).map { _ in parts.randomElement(using: &generator)! }.joined(separator: "/")
+            for candidate in [path, "/" + path] {
+                let joined = candidate.hasPrefix("/") ? candidate : "/w/" + candidate
+                let split = "/" + joined.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+                #expect(AddCommand.absolutePath(candidate, workingDirectory: "/w") == split, "\(candidate)")
+            }
+        }
+    }
+
     @Test(arguments: [
         (["--to", "x"], "missing PATH: name at least one file or folder to upload, or - to read them from stdin"),
         (["a"], "missing --to DEST: say where to upload"),

@@ -80,29 +80,25 @@ final class EventHub: Sendable {
 
     /// The job was removed (remove, clear, delete): it is gone from the daemon.
     func publishRemoved(_ id: JobID, batch: JobID?) {
-        publish(ControlEvent.removed, id: id, batch: batch) { _ in Self.encode(JobSelection(id: id)) }
+        publish(ControlEvent.removed, id: id, batch: batch) { Self.encode(JobSelection(id: id)) }
     }
 
     func publishProgress(_ progress: JobProgressEvent, batch: JobID?) {
-        publish(ControlEvent.progress, id: progress.id, batch: batch) { _ in Self.encode(progress) }
+        publish(ControlEvent.progress, id: progress.id, batch: batch) { Self.encode(progress) }
     }
 
     private static func encode<T: Encodable>(_ params: T) -> [UInt8]? {
         (try? JSONCoding.encoder.encode(params)).map { [UInt8]($0) }
     }
 
-    /// Encodes the params only when some subscriber wants the event (none, most of the time), once
-    /// for each set of `jobFields` asked for (which only a `job.state`'s params heed).
-    private func publish(
-        _ event: ControlEvent, id: JobID, batch: JobID?, state: JobState? = nil, params: (JobFields?) -> [UInt8]?
-    ) {
-        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch, state: state) } }
-        var lines: [JobFields?: [UInt8]] = [:]
-        for target in targets {
-            let fields = event == .state ? target.jobFields : nil
-            if lines[fields] == nil { lines[fields] = Self.line(event, params(fields)) }
-            if let line = lines[fields], !line.isEmpty { target.deliver(line) }
-        }
+    /// An event other than `job.state` (whose params `jobFields` narrow: `publishStates`): its params
+    /// are encoded only when some subscriber wants it (none, most of the time), once for all of them.
+    private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
+        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
+        guard !targets.isEmpty else { return }
+        let line = Self.line(event, params())
+        guard !line.isEmpty else { return }
+        for target in targets { target.deliver(line) }
     }
 
     /// The notification's line, newline included; empty when the params did not encode.

@@ -236,13 +236,7 @@ extension Scheduler {
         finishingEnds = true
         defer { finishingEnds = false }
         while let oldest = endsAwaitingSync.first {
-            let synced: Result<Void, any Error>
-            do {
-                try await waitUntilDurable(oldest.ticket)
-                synced = .success(())
-            } catch {
-                synced = .failure(error)
-            }
+            let synced = await durability(of: oldest.ticket)
             announcingTogether {
                 var outcome: Result<Void, any Error>? = synced
                 while let end = endsAwaitingSync.first, let known = outcome ?? knownDurability(of: end.ticket) {

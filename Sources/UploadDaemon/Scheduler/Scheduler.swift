@@ -300,19 +300,30 @@ actor Scheduler {
     }
 
     func waitUntilDurable(_ ticket: Journal.DurableTicket) async throws {
-        do {
-            try await dependencies.journal.waitUntilDurable(ticket)
-        } catch {
-            catchUpWithJournal()
-            throw error
-        }
-        compactIfWorthwhile()
+        try await durability(of: ticket).get()
     }
 
-    /// What `waitUntilDurable` would come to, if the journal knows it already (it is told once);
+    /// What became of a durable append's records, once they are on disk or their write failed.
+    func durability(of ticket: Journal.DurableTicket) async -> Result<Void, any Error> {
+        let outcome: Result<Void, any Error>
+        do {
+            try await dependencies.journal.waitUntilDurable(ticket)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        return settled(outcome)
+    }
+
+    /// What `durability(of:)` would come to, if the journal knows it already (it is told once);
     /// nil while the records wait for their write or sync.
     func knownDurability(of ticket: Journal.DurableTicket) -> Result<Void, any Error>? {
-        guard let outcome = dependencies.journal.takeOutcome(of: ticket) else { return nil }
+        dependencies.journal.takeOutcome(of: ticket).map(settled)
+    }
+
+    /// After a durable append: a failed write (a full disk) leaves memory ahead of the journal, so
+    /// catching up starts; a write that went through may make compaction worthwhile.
+    private func settled(_ outcome: Result<Void, any Error>) -> Result<Void, any Error> {
         if case .failure = outcome { catchUpWithJournal() } else { compactIfWorthwhile() }
         return outcome
     }
@@ -471,7 +482,7 @@ actor Scheduler {
 
     /// Runs `body` (synchronous: no other turn of the actor can come between) and announces the
     /// changes it announced together, in their order, when it returns: one delivery per subscriber.
-    func announcingTogether<Result>(_ body: () throws -> Result) rethrows -> Result {
+    func announcingTogether<T>(_ body: () throws -> T) rethrows -> T {
         guard heldAnnouncements == nil else { return try body() }
         heldAnnouncements = []
         defer {

@@ -230,6 +230,52 @@ struct CopyAlongsideTests {
         #expect(sent == bytes, "every byte once, in order")
     }
 
+    @Test func bytesNotCopiedYetAreReadFromTheOriginalUntilItChanges() throws {
+        let directory = try TemporaryDirectory()
+        let bytes = Self.pattern(300_000)
+        let sourcePath = try directory.write("source", bytes: bytes)
+        // The copier's file: full size from the start, nothing copied into it yet.
+        let path = try directory.write("copy", bytes: [UInt8](repeating: 0, count: bytes.count))
+        let copy = GrowingCopy(path: path, size: Int64(bytes.count), original: open(sourcePath, O_RDONLY | O_CLOEXEC))
+        let snapshot = SourceSnapshot(
+            kind: .copy, path: path, size: Int64(bytes.count), device: 0, inode: 0, modificationTimeNanoseconds: 0)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 16)
+        defer { buffer.deallocate() }
+        func send(_ file: SourceFile) -> (sent: [UInt8], last: Int, error: TransferFailure?) {
+            let reader = BodyReader(.file(FileRegion(file: file, offset: 0, length: Int64(bytes.count))))
+            var sent: [UInt8] = []
+            var count = 0
+            repeat {
+                count = reader.read(into: buffer, capacity: 64 << 10)
+                if count > 0 { sent += UnsafeRawBufferPointer(start: buffer, count: count) }
+            } while count > 0
+            return (sent, count, reader.readError)
+        }
+
+        // The first 1,000 bytes from the copy (zeros here, to tell them apart), the rest from the original.
+        copy.advance(to: 1_000)
+        let first = try SourceFile(snapshot: snapshot, displayPath: "big.bin", growing: copy)
+        #expect(first.isReady(at: 5_000), "no pause for bytes the original has")
+        let whole = send(first)
+        #expect(whole.last == 0 && whole.error == nil)
+        #expect(whole.sent == [UInt8](repeating: 0, count: 1_000) + bytes.dropFirst(1_000), "every byte once, in order")
+
+        // A write to the original: the next body's last bytes do not go, the attempt may be tried
+        // again, and from then on reads wait for the copier.
+        let writer = open(sourcePath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        #expect(writer >= 0 && write(writer, "more", 4) == 4)
+        close(writer)
+        let changed = send(try SourceFile(snapshot: snapshot, displayPath: "big.bin", growing: copy))
+        #expect(changed.last == -1)
+        #expect(changed.error?.retryable == true)
+        #expect(changed.error?.error.message.contains("changed while it was sent ahead of its copy") == true)
+        #expect(!copy.readsAhead)
+        let after = try SourceFile(snapshot: snapshot, displayPath: "big.bin", growing: copy)
+        #expect(!after.isReady(at: 1_000))
+        #expect(after.read(into: buffer, count: 10, at: 1_000) == -1 && errno == EAGAIN)
+        #expect(after.read(into: buffer, count: 5_000, at: 0) == 1_000, "what is copied is still read")
+    }
+
     @Test func theCopierCopiesEveryByteThenSavesTheCopy() async throws {
         let directory = try TemporaryDirectory()
         let bytes = Self.pattern(GrowingCopy.step * 2 + 12_345)

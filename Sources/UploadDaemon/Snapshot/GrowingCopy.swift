@@ -9,8 +9,13 @@ import UploadWire
 /// disk, when the scheduler finds it is still needed.
 ///
 /// The copy's file has its full size from the start (a sparse tail), so only `copiedBytes` says
-/// which bytes are the snapshot's: `SourceFile` never reads past them, and a request that would
-/// is paused until the copier gets there (`wake(whenPast:_:)`).
+/// which bytes are the snapshot's. A request body reads the bytes past them from the original
+/// file instead (`readOriginal`), as `--snapshot none` would, and checks before its last bytes go
+/// that the original is still what the add saw (`verifyOriginalUnchanged`): then those bytes are
+/// the ones the copy gets. An upload need not wait for a copy that goes at the speed the machine
+/// gives it new pages, and one that ends first makes the rest of the copy needless. Once the
+/// original has changed, or where there is no original to read (tests), a request that would
+/// read past the copied bytes is paused until the copier gets there (`wake(whenPast:_:)`).
 final class GrowingCopy: Sendable {
     enum Outcome: Sendable {
         /// Every byte is copied (into the page cache: `save` puts it on disk).
@@ -29,6 +34,11 @@ final class GrowingCopy: Sendable {
     private let target: Mutex<Int32>
     private let copied = Atomic<Int64>(0)
     private let stopRequested = Atomic<Bool>(false)
+    /// The original file, open since the add (-1: none), and what it was then.
+    private let original: Int32
+    private let originalState: OriginalState?
+    /// Cleared once the original is found changed: from then on only copied bytes are read.
+    private let readsOriginal: Atomic<Bool>
 
     private struct State {
         var outcome: Outcome?
@@ -39,17 +49,25 @@ final class GrowingCopy: Sendable {
     private let state = Mutex(State())
 
     /// `start` makes one that copies into `target` (taken: closed with this object); tests make
-    /// one bare (`target` -1) and move it on themselves.
-    init(path: String, size: Int64, target: Int32 = -1, folder: String = "", displayPath: String = "") {
+    /// one bare (`target` -1) and move it on themselves. `original`: a descriptor of the file being
+    /// copied (taken: closed with this object), read for the bytes not copied yet; -1: none.
+    init(
+        path: String, size: Int64, target: Int32 = -1, folder: String = "", displayPath: String = "",
+        original: Int32 = -1
+    ) {
         self.path = path
         self.size = size
         self.target = Mutex(target)
         self.folder = folder
         self.displayPath = displayPath
+        self.original = original
+        originalState = original >= 0 ? OriginalState(of: original) : nil
+        readsOriginal = Atomic(originalState != nil)
     }
 
     deinit {
         target.withLock { if $0 >= 0 { close($0) } }
+        if original >= 0 { close(original) }
     }
 
     /// Puts the copied bytes, then the copy's name, on disk, and returns the copy's identity
@@ -82,6 +100,38 @@ final class GrowingCopy: Sendable {
     /// How many of `count` bytes from `offset` can be read now.
     func readable(at offset: Int64, count: Int) -> Int {
         Int(max(0, min(Int64(count), copiedBytes - offset)))
+    }
+
+    /// Whether bytes not copied yet may be read from the original file.
+    var readsAhead: Bool { readsOriginal.load(ordering: .relaxed) }
+
+    /// Reads up to `count` bytes at `offset` from the original file, as `pread`; -1 with EAGAIN
+    /// when the original may not be read (see `readsAhead`).
+    func readOriginal(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+        guard readsAhead else {
+            errno = EAGAIN
+            return -1
+        }
+        while true {
+            let result = pread(original, buffer, count, off_t(offset))
+            if result < 0 && errno == EINTR { continue }
+            return result
+        }
+    }
+
+    /// Fails, retryably, when the original file is not what the add saw any more: bytes read from
+    /// it may then differ from the copy's. Reads wait for the copier from then on, so the attempt
+    /// after sends the copy's bytes only.
+    func verifyOriginalUnchanged() throws(TransferFailure) {
+        guard let originalState, OriginalState(of: original) != originalState else { return }
+        readsOriginal.store(false, ordering: .relaxed)
+        throw TransferFailure(
+            JobError(
+                code: "source",
+                message:
+                    "\(displayPath) changed while it was sent ahead of its copy; sending it again from the copy taken at add time"
+            ),
+            retryable: true)
     }
 
     /// Calls `waker` once the copy gets past `offset` or ends: at once when it already has, else
@@ -150,7 +200,9 @@ extension GrowingCopy {
     static func start(
         from source: Int32, to target: Int32, path: String, size: Int64, folder: String, displayPath: String
     ) -> GrowingCopy {
-        let copy = GrowingCopy(path: path, size: size, target: target, folder: folder, displayPath: displayPath)
+        let copy = GrowingCopy(
+            path: path, size: size, target: target, folder: folder, displayPath: displayPath,
+            original: fcntl(source, F_DUPFD_CLOEXEC, 0))
         copier.async {
             defer { close(source) }
             copy.finish(copy.run(from: source, to: target))
@@ -176,4 +228,30 @@ extension GrowingCopy {
         return stopRequested.load(ordering: .relaxed) ? .canceled : .copied
     }
 
+}
+
+/// What a file was, for telling that it has been written to since: any write changes its ctime,
+/// which no one but root can set back.
+private struct OriginalState: Equatable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: timespec
+    var changed: timespec
+
+    init?(of fd: Int32) {
+        var info = stat()
+        guard fd >= 0, fstat(fd, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = info.st_mtim
+        changed = info.st_ctim
+    }
+
+    static func == (left: Self, right: Self) -> Bool {
+        left.device == right.device && left.inode == right.inode && left.size == right.size
+            && left.modified.tv_sec == right.modified.tv_sec && left.modified.tv_nsec == right.modified.tv_nsec
+            && left.changed.tv_sec == right.changed.tv_sec && left.changed.tv_nsec == right.changed.tv_nsec
+    }
 }

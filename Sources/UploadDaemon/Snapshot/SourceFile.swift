@@ -1,5 +1,6 @@
 import CShims
 import Glibc
+import Synchronization
 import UploadCore
 import UploadWire
 
@@ -17,9 +18,11 @@ final class SourceFile: Sendable {
     let snapshot: SourceSnapshot
     /// The path the user named, for messages.
     let displayPath: String
-    /// The copy being made of the file while it uploads, if it is not finished: only its copied
-    /// bytes are read.
+    /// The copy being made of the file while it uploads, if it is not finished: its copied bytes
+    /// are read from it, the others from the original file while that may be read.
     let growing: GrowingCopy?
+    /// Whether this attempt read bytes of the original, ahead of the copy (checked by `verifyUnchanged`).
+    private let readAhead = Atomic<Bool>(false)
 
     init(snapshot: SourceSnapshot, displayPath: String, growing: GrowingCopy? = nil) throws(TransferFailure) {
         self.snapshot = snapshot
@@ -77,8 +80,10 @@ final class SourceFile: Sendable {
         try self.init(snapshot: snapshot, displayPath: displayPath)
     }
 
-    /// Fails when the file no longer is what `add` saw.
+    /// Fails when the file no longer is what `add` saw, or when bytes read ahead of the copy being
+    /// made may differ from the copy's.
     func verifyUnchanged() throws(TransferFailure) {
+        if let growing, readAhead.load(ordering: .relaxed) { try growing.verifyOriginalUnchanged() }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: snapshot.path).description) }
         let size = Int64(info.st_size)
@@ -106,15 +111,17 @@ final class SourceFile: Sendable {
 
     /// Reads up to `count` bytes at `offset` (from the job's first byte) into `buffer`; returns the
     /// bytes read, 0 at the job's end, or -1 with errno (EAGAIN: not copied yet, see `isReady`).
+    /// Bytes the copy being made has not got to come from the original file, while it may be read.
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
         var count = Int(max(min(Int64(count), size - offset), 0))
         guard count > 0 else { return 0 }
         if let growing, !growing.isCopied {
-            count = growing.readable(at: start + offset, count: count)
-            if count == 0 {
-                errno = EAGAIN
-                return -1
+            let copied = growing.readable(at: start + offset, count: count)
+            if copied == 0 {
+                if growing.readsAhead { readAhead.store(true, ordering: .relaxed) }
+                return growing.readOriginal(into: buffer, count: count, at: start + offset)
             }
+            count = copied
         }
         while true {
             let result = pread(fd, buffer, count, off_t(start + offset))
@@ -126,10 +133,10 @@ final class SourceFile: Sendable {
 
 extension SourceFile {
     /// Whether the byte at `offset` can be read now: false only while the copy being made of the
-    /// file has not got there yet (`growing`).
+    /// file has not got there yet (`growing`) and the original may not be read instead.
     func isReady(at offset: Int64) -> Bool {
         guard let growing, offset < size else { return true }
-        return growing.readable(at: start + offset, count: 1) > 0
+        return growing.readable(at: start + offset, count: 1) > 0 || growing.readsAhead
     }
 
     /// Reads `length` bytes from `offset` in pieces and hands each to `body`: for checksums of a

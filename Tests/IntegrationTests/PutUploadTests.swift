@@ -138,6 +138,32 @@ final class PutUploadTests {
         try? FileManager.default.removeItem(atPath: path)
     }
 
+    /// A file under 64 KiB goes out in the same send as the request's head (libcurl's POSTFIELDS):
+    /// it is still a PUT, with the type the file's name gives (as a streamed one gets, never
+    /// libcurl's form type), every byte of it, and its bytes counted as sent.
+    @Test func aSmallFileGoesWithTheHeadAsTheSamePutAStreamedOneIs() throws {
+        let server = try HostileServer(mode: "post-foreign-url")
+        defer { server.stop() }
+        let small = files.appendingPathComponent("note-small.txt").path
+        let streamed = files.appendingPathComponent("note-streamed.txt").path
+        try makeRandomFile(at: small, size: 4_096)
+        try makeRandomFile(at: streamed, size: 64 << 10)
+        let ids = try daemon.add([small, streamed], to: "\(server.url)/up/")
+        for id in ids {
+            let job = try daemon.waitFor(id)
+            #expect(job.state == .completed, "\(String(describing: job.error))")
+            #expect(job.bytesSent == job.bytesTotal, "the bytes sent are counted")
+        }
+        let puts = try server.requests(on: .main).filter { $0.method == "PUT" }
+        let byName = Dictionary(puts.map { (($0.path as NSString).lastPathComponent, $0) }, uniquingKeysWith: { $1 })
+        #expect(puts.count == 2, "one request each: \(puts)")
+        #expect(byName["note-small.txt"]?.bodyBytes == 4_096)
+        #expect(byName["note-streamed.txt"]?.bodyBytes == 64 << 10)
+        let type = byName["note-small.txt"]?.header("content-type")
+        #expect(type != nil && type == byName["note-streamed.txt"]?.header("content-type"))
+        #expect(type != "application/x-www-form-urlencoded")
+    }
+
     @Test func basicAuthWithTheRightPasswordUploads() throws {
         let path = files.appendingPathComponent("private.bin").path
         try makeRandomFile(at: path, size: 100_000)

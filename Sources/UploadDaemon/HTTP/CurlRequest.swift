@@ -21,6 +21,9 @@ final class CurlRequest {
     private var readers: [BodyReader] = []
     /// libcurl writes its detailed error text here; it must outlive the handle's use.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// A short body sent with the head (`attachBodyToHead`); libcurl points into it until the
+    /// handle is given back.
+    private var headBody: UnsafeMutableRawPointer?
     private(set) var responseHeaders: [KeyValue] = []
     private(set) var responseBody: [UInt8] = []
     /// Whether the last answer's head ended with its blank line: libcurl reports success for a
@@ -55,11 +58,12 @@ final class CurlRequest {
     }
 
     deinit {
-        let (headerList, mime, errorBuffer) = (headerList, mime, errorBuffer)
+        let (headerList, mime, errorBuffer, headBody) = (headerList, mime, errorBuffer, headBody)
         EasyHandlePool.giveBack(handle, uploadBufferSize: uploadBufferSize) {
             if let headerList { curl_slist_free_all(headerList) }
             if let mime { curl_mime_free(mime) }
             errorBuffer.deallocate()
+            headBody?.deallocate()
         }
     }
 
@@ -293,8 +297,16 @@ final class CurlRequest {
                 attachBody(BodyReader(.bytes([])))
             }
             if request.method != "GET" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+        case (_, .bytes(let bytes)) where sendsWithHead(length: bytes.count, sharedLimit: sharedLimit):
+            try attachBodyToHead(length: bytes.count) { $0.copyMemory(from: bytes, byteCount: bytes.count) }
         case (_, .bytes(let bytes)):
             attachBody(BodyReader(.bytes(bytes)))
+        case (_, .file(let region))
+        where region.file.growing == nil
+            && sendsWithHead(length: Int(clamping: region.length), sharedLimit: sharedLimit):
+            try attachBodyToHead(length: Int(region.length)) { buffer throws(TransferFailure) in
+                try Self.readWhole(region, into: buffer)
+            }
         case (_, .file(let region)):
             attachBody(BodyReader(.file(region)))
         case (_, .multipart(let parts)):
@@ -318,6 +330,52 @@ final class CurlRequest {
             _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD, 1)
             _ = CCurl_easy_setopt_int64(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(reader.length))
             if request.method != "PUT" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+        }
+    }
+
+    /// Bodies shorter than this go out in the same send as the request's head: libcurl appends
+    /// POSTFIELDS under 64 KiB to the head it sends, where a body from the read callback goes in
+    /// a send of its own. For a small file that was two sends, two segments and two wake-ups of
+    /// the server where one does.
+    static let headBodyLimit = 64 << 10
+
+    /// Whether a body of `length` bytes goes out with the head: when it is short, and sent at full
+    /// speed (a rate limit paces the bytes libcurl reads, which these are not).
+    private func sendsWithHead(length: Int, sharedLimit: Int64?) -> Bool {
+        length > 0 && length < Self.headBodyLimit && request.maxSendRate == nil && sharedLimit == nil
+    }
+
+    /// A body held in memory and handed to libcurl as POSTFIELDS (which it does not copy: the
+    /// memory is the request's until the handle is given back), for any method.
+    private func attachBodyToHead(
+        length: Int, fill: (UnsafeMutableRawPointer) throws(TransferFailure) -> Void
+    ) throws(TransferFailure) {
+        let body = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+        headBody = body
+        try fill(body)
+        _ = CCurl_easy_setopt_int64(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length))
+        _ = CCurl_easy_setopt_pointer(handle, CURLOPT_POSTFIELDS, body)
+        if request.method != "POST" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
+        // libcurl names POSTFIELDS form data unless told a type; an empty header sends none.
+        if !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            headerList = curl_slist_append(headerList, "Content-Type:")
+        }
+    }
+
+    /// Reads a whole region, checking as a request body's last read does that the file is still
+    /// what `add` saw.
+    private static func readWhole(_ region: FileRegion, into buffer: UnsafeMutableRawPointer) throws(TransferFailure) {
+        var done: Int64 = 0
+        while done < region.length {
+            let count = region.file.read(
+                into: buffer + Int(done), count: Int(region.length - done), at: region.offset + done)
+            if count < 0 { throw .source(SystemError("read", path: region.file.displayPath).description) }
+            if count == 0 { break }
+            done += Int64(count)
+        }
+        try region.file.verifyUnchanged()
+        if done < region.length {
+            throw .source(SystemError("read", path: region.file.displayPath, errno: EIO).description)
         }
     }
 

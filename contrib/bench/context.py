@@ -196,22 +196,39 @@ class Bench:
             self._transfer = None
 
     # ---- alternating runs ----------------------------------------------------------------
-    def alternate(self, contenders: list[tuple], runs: int | None = None) -> tuple[dict, dict]:
+    def alternate(self, contenders: list[tuple], runs: int | None = None,
+                  warm_bytes: int = 0) -> tuple[dict, dict]:
         """Runs each contender once per round, in order, for `runs` rounds (peer, uploadd, peer, ...).
         A contender is (name, fn) or (name, fn, at_most_runs). One that fails is dropped with its
-        reason; the others go on."""
+        reason; the others go on. `warm_bytes`: memory warmed before each run (`warm_memory`)."""
         raw = {c[0]: [] for c in contenders}
         failed: dict[str, str] = {}
         for i in range(runs or self.runs):
             for name, fn, *limit in contenders:
                 if name in failed or (limit and i >= limit[0]):
                     continue
+                if warm_bytes:
+                    self.warm_memory(warm_bytes)
                 try:
                     raw[name].append(fn(i))
                 except Exception as error:  # noqa: BLE001 - any failure of a contender is its result
                     failed[name] = f"{error.__class__.__name__}: {error}".strip()
                     log(f"  {name}: not run: {failed[name][:300]}")
         return raw, failed
+
+
+    def warm_memory(self, size: int) -> None:
+        """Gives `size` bytes of pages the machine has backed just now back to the free lists, so
+        the next contender starts on warm memory. On a VM that reports free pages to its host
+        (Firecracker here: page_reporting), a page backed afresh costs ~10x one freed moments
+        before, and a contender that needs new pages (a copy, the server's file) got warm or cold
+        ones by what the contender before it had freed (README, "Targets missed")."""
+        path = self.shm / "warm-pages"
+        with open(path, "wb") as f:
+            block = bytes(8 * MIB)
+            for _ in range(max(size // len(block), 1)):
+                f.write(block)
+        path.unlink()
 
 
 def values(runs: list[dict], key: str) -> list:

@@ -216,7 +216,6 @@ class Bench:
                     log(f"  {name}: not run: {failed[name][:300]}")
         return raw, failed
 
-
     def warm_memory(self, size: int) -> None:
         """Gives `size` bytes of pages the machine has backed just now back to the free lists, so
         the next contender starts on warm memory. On a VM that reports free pages to its host

@@ -112,11 +112,7 @@ final class GrowingCopy: Sendable {
             errno = EAGAIN
             return -1
         }
-        while true {
-            let result = pread(original, buffer, count, off_t(offset))
-            if result < 0 && errno == EINTR { continue }
-            return result
-        }
+        return FileOps.readAt(original, into: buffer, count: count, at: offset)
     }
 
     /// Fails, retryably, when the original file is not what the add saw any more: bytes read from

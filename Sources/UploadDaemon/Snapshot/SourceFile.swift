@@ -123,11 +123,7 @@ final class SourceFile: Sendable {
             }
             count = copied
         }
-        while true {
-            let result = pread(fd, buffer, count, off_t(start + offset))
-            if result < 0 && errno == EINTR { continue }
-            return result
-        }
+        return FileOps.readAt(fd, into: buffer, count: count, at: start + offset)
     }
 }
 

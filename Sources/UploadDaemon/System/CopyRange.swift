@@ -37,8 +37,7 @@ enum FileCopy {
         let size = min(length, 1 << 20)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(size, 1), alignment: 16)
         defer { buffer.deallocate() }
-        var count: Int
-        repeat { count = pread(source, buffer, size, off_t(offset)) } while count < 0 && errno == EINTR
+        let count = FileOps.readAt(source, into: buffer, count: size, at: offset)
         guard count > 0 else { return count }
         var written = 0
         while written < count {

@@ -5,6 +5,15 @@ import UploadWire
 
 /// Small file-system operations the daemon needs, each with a clear error.
 enum FileOps {
+    /// `pread`, again when a signal interrupted it: the bytes read, 0 at the end, or -1 with errno.
+    static func readAt(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+        while true {
+            let result = pread(fd, buffer, count, off_t(offset))
+            if result < 0 && errno == EINTR { continue }
+            return result
+        }
+    }
+
     /// Creates `path` and its parents with `mode` if missing.
     ///
     /// Each folder it makes is made durable in its parent (fsync of the parent): a power cut must

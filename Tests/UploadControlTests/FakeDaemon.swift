@@ -18,7 +18,11 @@ final class FakeDaemon: Sendable {
         let lines = Mutex<[String]>([])
     }
 
-    struct SetupError: Error { var operation: String }
+    /// Which call failed while the fake was set up, and its errno (0: none set).
+    struct SetupError: Error {
+        var operation: String
+        var errno: Int32 = Glibc.errno
+    }
 
     static let hangUp = "<hang up>"
 
@@ -30,6 +34,7 @@ final class FakeDaemon: Sendable {
         directory = String(cString: created)
         socketPath = directory + "/control.sock"
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw SetupError(operation: "socket") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let path = Array(socketPath.utf8)
@@ -39,7 +44,8 @@ final class FakeDaemon: Sendable {
                 bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard bound == 0, listen(listener, 8) == 0 else { throw SetupError(operation: "bind") }
+        guard bound == 0 else { throw SetupError(operation: "bind") }
+        guard listen(listener, 8) == 0 else { throw SetupError(operation: "listen") }
         let listeningSocket = listener
         let record: @Sendable (String) -> Void = { [recorder] line in recorder.lines.withLock { $0.append(line) } }
         Thread.detachNewThread {

@@ -259,7 +259,7 @@ final class CurlRequest {
         uploadBufferSize = Self.uploadBufferSize(
             rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, uploadBufferSize)
-        _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, "uploadd/\(UploaddVersion.string)")
+        _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, Self.userAgent)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
         _ = CCurl_easy_setopt_write_function(handle, curlWrite)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, opaqueSelf)
@@ -332,6 +332,9 @@ final class CurlRequest {
             if request.method != "PUT" { _ = CCurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
         }
     }
+
+    /// Made once: each request interpolated it afresh.
+    private static let userAgent = "uploadd/\(UploaddVersion.string)"
 
     /// Bodies shorter than this go out in the same send as the request's head: libcurl appends
     /// POSTFIELDS under 64 KiB to the head it sends, where a body from the read callback goes in

@@ -57,9 +57,7 @@ struct SnapshotCache: Sendable {
     /// The file itself, as it is now (what `--snapshot none` uploads): checked to be a regular
     /// file and readable.
     func original(of source: String) throws(TransferFailure) -> SourceSnapshot {
-        let (fd, info) = try SourceCheck.openRegularFile(source)
-        close(fd)
-        return Self.original(source, info)
+        Self.original(source, try SourceCheck.statReadableRegularFile(source))
     }
 
     /// The snapshot of an original file by its `fstat`.
@@ -281,19 +279,11 @@ enum SourceCheck {
     static func openRegularFile(_ path: String) throws(TransferFailure) -> (fd: Int32, info: stat) {
         // A stat first, only to refuse devices without opening them (opening one can have effects).
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            let error = SystemError("read", path: path)
-            if error.errno == ENOENT { throw .source("\(path) does not exist") }
-            throw .source(error.description)
-        }
+        guard stat(path, &info) == 0 else { throw unreadable(path) }
         try requireRegularFile(info, path)
         // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else {
-            let error = SystemError("read", path: path)
-            if error.errno == ENOENT { throw .source("\(path) does not exist") }
-            throw .source(error.description)
-        }
+        guard fd >= 0 else { throw unreadable(path) }
         do throws(TransferFailure) {
             guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: path).description) }
             try requireRegularFile(info, path)
@@ -302,6 +292,27 @@ enum SourceCheck {
             throw error
         }
         return (fd, info)
+    }
+
+    /// The `stat` of `path` once it is a regular file the daemon may read, without opening it:
+    /// what an add checks of every file (nothing is read then, so there is nothing a file swapped
+    /// in afterwards could do; an attempt opens it and checks it is still this file). One `stat`
+    /// and one `faccessat` where an open, `fstat` and close cost three calls more, per file of an add.
+    static func statReadableRegularFile(_ path: String) throws(TransferFailure) -> stat {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw unreadable(path) }
+        try requireRegularFile(info, path)
+        // AT_EACCESS: as an open would be allowed, by the effective IDs and capabilities (plain
+        // access(2) asks for the real ones, and for root restores capabilities the daemon dropped).
+        guard faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 else { throw unreadable(path) }
+        return info
+    }
+
+    /// What failed `stat`, `open` or `access` of a source means, from errno.
+    private static func unreadable(_ path: String) -> TransferFailure {
+        let error = SystemError("read", path: path)
+        if error.errno == ENOENT { return .source("\(path) does not exist") }
+        return .source(error.description)
     }
 
     private static func requireRegularFile(_ info: stat, _ path: String) throws(TransferFailure) {

@@ -1,4 +1,5 @@
 import Glibc
+import UploadWire
 
 /// Finds the files `add` queues: the paths named, and the files inside named folders, with their
 /// folders relative to the one named (`trip/day1` for `~/Pictures/trip/day1/a.jpg`).
@@ -40,7 +41,7 @@ struct FolderWalker: Equatable {
             return
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            let name = Self.lastComponent(of: path)
+            let name = SafeFileName.lastComponent(of: path)
             if !isExcluded(name: name, relativePath: name) { try visit(Found(path: path, folder: "")) }
             return
         }
@@ -49,7 +50,7 @@ struct FolderWalker: Equatable {
             problem(Problem(path: path, message: "cannot open the folder: \(String(cString: strerror(errno)))"))
             return
         }
-        let top = Self.lastComponent(of: path)
+        let top = SafeFileName.lastComponent(of: path)
         var visited: Set<[UInt64]> = [[UInt64(info.st_dev), UInt64(info.st_ino)]]
         try walkFolder(
             fd, path: path, folder: top == "/" ? "" : top, relative: "", visited: &visited, visit: visit,
@@ -122,10 +123,5 @@ struct FolderWalker: Equatable {
                 folder: folder.isEmpty ? name : folder + "/" + name, relative: relativePath, visited: &visited,
                 visit: visit, problem: problem)
         }
-    }
-
-    static func lastComponent(of path: String) -> String {
-        let trimmed = path.split(separator: "/", omittingEmptySubsequences: true)
-        return trimmed.last.map(String.init) ?? "/"
     }
 }

@@ -149,8 +149,8 @@ public enum SafeFileName {
     }
 
     /// What `NSString.lastPathComponent` gives (`a/b/` → `b`, `/` → `/`), by bytes: it runs for
-    /// every job that starts, and the bridge through NSString showed in the profile of many small files.
-    static func lastComponent(of path: String) -> String {
+    /// every job that starts and every file of an add, where splitting the path showed in the profiles.
+    public static func lastComponent(of path: String) -> String {
         let bytes = path.utf8
         guard let lastKept = bytes.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return path.isEmpty ? "" : "/" }
         // Both ends sit next to a `/` or at an end of the string: never inside a character.

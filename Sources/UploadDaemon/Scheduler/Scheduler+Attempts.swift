@@ -171,8 +171,12 @@ extension Scheduler {
         Log.job(.notice, JobLogContext(job), message)
     }
 
-    /// How long the end of an upload may wait for others' to share one fdatasync.
-    static let sharedSyncDelay: Duration = .milliseconds(5)
+    /// How long the end of an upload may wait for others' to share one fdatasync (only while other
+    /// uploads run: a lone upload's end is synced at once). Each sync has a cost of its own (the
+    /// file system's commit, and in a VM an exit to the host): 20,000 small files ending within two
+    /// seconds took ~550 syncs with 5 ms and ~165 with 20 ms, with a fifth fewer context switches.
+    /// An end is heard of at most 20 ms later.
+    static let sharedSyncDelay: Duration = .milliseconds(20)
     /// How long the record of an attempt's start may wait for the journal's next write.
     static let startRecordDelay: Duration = .milliseconds(100)
 

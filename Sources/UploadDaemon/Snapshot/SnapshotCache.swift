@@ -278,9 +278,7 @@ enum SourceCheck {
     /// folder) is what gets checked.
     static func openRegularFile(_ path: String) throws(TransferFailure) -> (fd: Int32, info: stat) {
         // A stat first, only to refuse devices without opening them (opening one can have effects).
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw unreadable(path) }
-        try requireRegularFile(info, path)
+        var info = try statRegularFile(path)
         // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else { throw unreadable(path) }
@@ -299,16 +297,22 @@ enum SourceCheck {
     /// in afterwards could do; an attempt opens it and checks it is still this file). One `stat`
     /// and one `faccessat` where an open, `fstat` and close cost three calls more, per file of an add.
     static func statReadableRegularFile(_ path: String) throws(TransferFailure) -> stat {
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw unreadable(path) }
-        try requireRegularFile(info, path)
+        let info = try statRegularFile(path)
         // AT_EACCESS: as an open would be allowed, by the effective IDs and capabilities (plain
         // access(2) asks for the real ones, and for root restores capabilities the daemon dropped).
         guard faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 else { throw unreadable(path) }
         return info
     }
 
-    /// What failed `stat`, `open` or `access` of a source means, from errno.
+    /// The `stat` of `path` (following symlinks) once it says a regular file.
+    private static func statRegularFile(_ path: String) throws(TransferFailure) -> stat {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw unreadable(path) }
+        try requireRegularFile(info, path)
+        return info
+    }
+
+    /// What a failed `stat`, `open` or `faccessat` of a source means, from errno.
     private static func unreadable(_ path: String) -> TransferFailure {
         let error = SystemError("read", path: path)
         if error.errno == ENOENT { return .source("\(path) does not exist") }

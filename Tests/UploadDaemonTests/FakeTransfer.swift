@@ -10,6 +10,8 @@ import UploadWire
 final class FakeTransfer: Transfer {
     enum Step: Sendable {
         case succeed
+        /// Succeeds with no progress committed before the end, as one request's upload (PUT, POST).
+        case succeedInOneRequest
         case fail(TransferFailure)
         /// Runs until `release(name)` has been called (then succeeds) or until the task is canceled.
         case hold
@@ -54,7 +56,7 @@ final class FakeTransfer: Transfer {
         }
         defer { _ = record.withLock { $0.running.remove(name) } }
         switch step {
-        case .succeed:
+        case .succeed, .succeedInOneRequest:
             break
         case .fail(let failure):
             throw failure
@@ -74,6 +76,7 @@ final class FakeTransfer: Transfer {
         try context.source.forEachPiece(offset: 0, length: context.source.size) { bytes += $0 }
         record.withLock { $0.sent[name] = (context.target.fileName, bytes) }
         context.meter.add(Int(context.source.size))
+        if case .succeedInOneRequest = step { return JobResult(url: context.target.url, status: 201) }
         try await context.commit(context.source.size, nil, true)
         return JobResult(url: context.target.url, status: 201)
     }

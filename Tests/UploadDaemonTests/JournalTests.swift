@@ -194,6 +194,41 @@ struct JournalTests {
         #expect(await eventually { journal.fileBytes > written })
     }
 
+    /// A withdrawable record (an attempt's start) waits for the writer's next write: taken back
+    /// before it, it is never written; not taken back, it goes out with that write, or by itself
+    /// when its delay is up; once the writer took it, it cannot be taken back.
+    @Test func aWithdrawableRecordIsWrittenWithTheNextWriteUnlessTakenBackFirst() async throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path, plainSyncDelay: .seconds(3600))
+        defer { journal.close() }
+        let header = journal.fileBytes
+        journal.appendWithdrawable(.job(Self.job(1, .running)), of: JobID(1), writeWithin: .seconds(60))
+        journal.appendWithdrawable(.job(Self.job(2, .running)), of: JobID(2), writeWithin: .seconds(60))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(journal.fileBytes == header, "the writer slept on")
+        #expect(journal.withdraw(JobID(1)) == .job(Self.job(1, .running)))
+        #expect(journal.withdraw(JobID(1)) == nil, "taken back once")
+        // Job 1's end replaces its start; job 2's start goes out with the write.
+        try await journal.appendDurably([.job(Self.job(1, .completed))])
+        #expect(journal.withdraw(JobID(2)) == nil, "the writer took it")
+        journal.appendWithdrawable(.job(Self.job(3, .running)), of: JobID(3), writeWithin: .milliseconds(200))
+        let written = journal.fileBytes
+        #expect(await eventually { journal.fileBytes > written }, "written by itself when its delay is up")
+        #expect(journal.withdraw(JobID(3)) == nil)
+        let records = try JournalFormat.decode(try directory.read("journal")).records
+        #expect(records == [.job(Self.job(1, .completed)), .job(Self.job(2, .running)), .job(Self.job(3, .running))])
+    }
+
+    /// Closing writes the withdrawable records still waiting.
+    @Test func closingWritesTheWithdrawableRecordsLeft() throws {
+        let directory = try TemporaryDirectory()
+        let (journal, _) = try Journal.open(directory: directory.path, plainSyncDelay: .seconds(3600))
+        journal.appendWithdrawable(.job(Self.job(7, .running)), of: JobID(7), writeWithin: .seconds(60))
+        journal.close()
+        let replay = try Self.reopen(directory)
+        #expect(replay.state.jobs[JobID(7)]?.state == .running)
+    }
+
     @Test func tornTailIsCutAndKeptAside() throws {
         let directory = try TemporaryDirectory()
         let records: [JournalRecord] = (1...5).map { .job(Self.job($0)) }

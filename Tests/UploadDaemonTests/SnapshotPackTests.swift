@@ -163,7 +163,7 @@ struct SnapshotPackTests {
         #expect(Set(cacheFiles()) == ["pack-1", "2", "4"])
 
         // One small copy alone is copied as before.
-        let alone = try await Scheduler.takeSnapshots([try request("f", size: 10, mode: .auto, id: 6)], cache: cache)
+        let alone = await Scheduler.takeSnapshots([try request("f", size: 10, mode: .auto, id: 6)], cache: cache)
         #expect(try alone[0].get().snapshot.isPacked == false)
     }
 }

@@ -92,6 +92,10 @@ final class Journal: Sendable {
         /// needs no signal, and neither does one that may wait until the writer wakes anyway.
         var writerSleepsUntil: DispatchTime?
 
+        /// Records a later change may make moot before their write (`appendWithdrawable`), by job:
+        /// the writer takes them all with its next batch, after the batch's appends.
+        var withdrawable: [JobID: JournalRecord] = [:]
+
         /// Whether an append due by `due` must wake the writer; if so, the caller signals, once.
         mutating func claimWake(by due: DispatchTime) -> Bool {
             guard let sleepsUntil = writerSleepsUntil, due < sleepsUntil else { return false }
@@ -258,6 +262,29 @@ final class Journal: Sendable {
         if mustWake { wake.signal() }
     }
 
+    /// Queues a record that the job's next record may make moot: the start of an attempt, which
+    /// the end of a small file's upload follows within a millisecond. It is written with the
+    /// writer's next write if that comes within `delay`, encoded there, unless the caller took it
+    /// back first (`withdraw`). The caller withdraws it before it appends any other record of the
+    /// job, so the file keeps the order of the job's changes: a later record of the whole job
+    /// replaces it; progress goes after it.
+    func appendWithdrawable(_ record: JournalRecord, of id: JobID, writeWithin delay: Duration) {
+        let due = DispatchTime.now() + Self.interval(delay)
+        let mustWake = state.withLock { state in
+            state.withdrawable[id] = record
+            state.recordsSinceCompaction += 1
+            state.writeDue = min(state.writeDue ?? due, due)
+            return state.claimWake(by: due)
+        }
+        if mustWake { wake.signal() }
+    }
+
+    /// The job's withdrawable record, taken back; nil if the writer took it (it is written, or
+    /// being written, before anything appended from now on).
+    func withdraw(_ id: JobID) -> JournalRecord? {
+        state.withLock { $0.withdrawable.removeValue(forKey: id) }
+    }
+
     /// Where a durable append stands in the journal's order.
     struct DurableTicket: Sendable {
         fileprivate let sequence: UInt64
@@ -384,13 +411,26 @@ final class Journal: Sendable {
                 state.withLock { $0.writerSleepsUntil = nil }
                 continue  // woken by an append that may still wait, or by time: look again
             }
-            let (batch, closing) = state.withLock { state in
+            let (queued, withdrawable, closing) = state.withLock { state in
                 let batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
                 state.writeDue = nil
+                // Taken with the queue, in one step: a withdraw that finds its record gone knows
+                // the record is written before what it appends next.
+                var withdrawable: (records: [JournalRecord], sequence: UInt64)?
+                if !state.withdrawable.isEmpty {
+                    withdrawable = (Array(state.withdrawable.values), state.nextSequence)
+                    state.nextSequence += 1
+                    state.withdrawable.removeAll(keepingCapacity: true)
+                }
                 // Every durable append queued is in this batch: the earliest of them says when to sync.
                 syncDue = state.durableQueued.values.min()
-                return (batch, state.closing)
+                return (batch, withdrawable, state.closing)
+            }
+            // Encoded here, off the caller: most never get this far.
+            var batch = queued
+            if let (records, sequence) = withdrawable {
+                batch.append(.records(JournalFormat.encode(records), sequence: sequence))
             }
             // Each item's own failure: a compaction or a record that did not fit fails only the
             // appends it concerns, not the others written in the same batch.
@@ -442,7 +482,7 @@ final class Journal: Sendable {
                 resumeWaiters(upTo: lastWritten, failures: failures, syncFailure: syncFailure)
                 syncDue = nil
             }
-            if closing && state.withLock({ $0.queue.isEmpty }) {
+            if closing && state.withLock({ $0.queue.isEmpty && $0.withdrawable.isEmpty }) {
                 finished.signal()
                 return
             }

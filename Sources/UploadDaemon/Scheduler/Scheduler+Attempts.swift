@@ -45,9 +45,10 @@ extension Scheduler {
         Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
         // The "running" record is what counts a crash against the job at the next start. The
         // crash marker lists the jobs in `RunningJobs` too, so it may wait for the journal's
-        // next write; with no room there, it is written at once.
+        // next write, and the job's next record may replace it; with no room there, it is
+        // written at once.
         let crashSlot = RunningJobs.add(job.id)
-        commitWithoutWaiting(job, writeWithin: crashSlot == nil ? .zero : Self.startRecordDelay)
+        if crashSlot == nil { commitWithoutWaiting(job) } else { commitStart(job) }
         announce(job)
 
         let meter = ProgressMeter()
@@ -177,7 +178,8 @@ extension Scheduler {
     /// seconds took ~550 syncs with 5 ms and ~165 with 20 ms, with a fifth fewer context switches.
     /// An end is heard of at most 20 ms later.
     static let sharedSyncDelay: Duration = .milliseconds(20)
-    /// How long the record of an attempt's start may wait for the journal's next write.
+    /// How long the record of an attempt's start may wait for the journal's next write (and the
+    /// attempt's end, to replace it).
     static let startRecordDelay: Duration = .milliseconds(100)
 
     /// An attempt ended: feed its outcome to the job's state machine and find more work.

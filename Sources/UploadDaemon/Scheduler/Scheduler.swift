@@ -62,6 +62,9 @@ actor Scheduler {
     /// The connection and power, as NetworkManager and UPower say.
     var conditions = PowerAndNetwork()
     var running: [JobID: RunningAttempt] = [:]
+    /// Jobs whose attempt's start record may still wait in the journal, withdrawable
+    /// (`commitStart`); some the writer has taken already.
+    var withdrawableStarts: Set<JobID> = []
     /// Uploads that ended, in the journal's order, waiting for the sync of their last record
     /// before anyone hears of it (`Scheduler+Attempts`): a few, one per upload running.
     var endsAwaitingSync: [EndAwaitingSync] = []
@@ -240,8 +243,48 @@ actor Scheduler {
         appendWithoutWaiting([.job(job)], writeWithin: delay)
     }
 
+    /// Applies an attempt's start and queues its record for the journal's next write (within
+    /// `startRecordDelay`), withdrawable: a small file's upload ends within a millisecond, and its
+    /// end's record then replaces the start's, which is never encoded or written. A crash before
+    /// the write still counts against the job: the crash marker lists it (`RunningJobs`). Only
+    /// for a job the marker lists; others' starts are written at once.
+    func commitStart(_ job: Job) {
+        store.apply(.job(job))
+        let (kept, _) = journalable([.job(job)])
+        // A job whose copy is not saved has no record yet: its start has none either.
+        guard let record = kept.first else { return }
+        dependencies.journal.appendWithdrawable(record, of: job.id, writeWithin: Self.startRecordDelay)
+        withdrawableStarts.insert(job.id)
+        compactIfWorthwhile()
+    }
+
+    /// `records` in the order the journal takes them, after the start records they settle: a record
+    /// of the whole job (or of its removal) replaces its start's, if that is still withdrawable;
+    /// progress goes after it.
+    private func settlingStarts(_ records: [JournalRecord]) -> [JournalRecord] {
+        guard !withdrawableStarts.isEmpty else { return records }
+        var settled = records
+        var inserted = 0
+        for (index, record) in records.enumerated() {
+            let id: JobID
+            switch record {
+            case .job(let job): id = job.id
+            case .progress(let progress): id = progress.id
+            case .removed(let removed): id = removed
+            case .nextID, .foreign: continue
+            }
+            guard withdrawableStarts.remove(id) != nil, let start = dependencies.journal.withdraw(id) else { continue }
+            if case .progress = record {
+                settled.insert(start, at: index + inserted)
+                inserted += 1
+            }
+        }
+        return settled
+    }
+
     private func appendWithoutWaiting(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
-        let (kept, ended) = journalable(records)
+        let (journalable, ended) = journalable(records)
+        let kept = settlingStarts(journalable)
         if !kept.isEmpty { dependencies.journal.append(kept, writeWithin: delay) }
         savedByEnding(ended)
         compactIfWorthwhile()
@@ -266,8 +309,8 @@ actor Scheduler {
     /// The first half of a durable append: the records take their place in the journal now, in
     /// this actor turn, ahead of any change made after it. Its sync may wait `delay` to be shared.
     func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> Journal.DurableTicket {
-        let (kept, ended) = journalable(records)
-        let ticket = dependencies.journal.queueDurably(kept, within: delay)
+        let (journalable, ended) = journalable(records)
+        let ticket = dependencies.journal.queueDurably(settlingStarts(journalable), within: delay)
         savedByEnding(ended)
         return ticket
     }

@@ -30,7 +30,8 @@ extension JSONValue {
     }
 }
 
-private struct JSONReader {
+/// The reader behind `JSONValue(parsing:)`; `PlainAddBatch` reads with it too.
+struct JSONReader {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
@@ -140,7 +141,7 @@ private struct JSONReader {
     }
 
     /// At the opening quote.
-    private mutating func string() throws(JSONSyntaxError) -> String {
+    mutating func string() throws(JSONSyntaxError) -> String {
         index += 1
         let start = index
         // Most strings have no escapes: their bytes are the string's.

@@ -18,6 +18,10 @@ struct ControlHandler: Sendable {
 
     /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
     func handle(line: [UInt8], client: Client) async -> [UInt8]? {
+        if let plain = Self.plainAdds(in: line) {
+            let answers = await answer(plain)
+            return Self.batchLine(plain.indices.compactMap { answers[$0] })
+        }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: line)
@@ -29,27 +33,7 @@ struct ControlHandler: Sendable {
             guard !items.isEmpty else {
                 return Self.answerLine(RPCResponse(id: .null, error: .invalidRequest("empty batch")))
             }
-            // The batch's well-formed adds go to the scheduler together: IDs and the queue follow
-            // the order given, and one journal write covers them all.
-            let adds = Self.adds(in: items)
-            var addAnswers: [Int: [UInt8]] = [:]
-            if !adds.isEmpty {
-                let outcomes = await scheduler.add(adds.map(\.params))
-                for (add, outcome) in zip(adds, outcomes) {
-                    switch outcome {
-                    case .success(let job):
-                        addAnswers[add.index] =
-                            (try? RPCLine.result(id: add.id, encodedResult: job.jsonBytes(only: add.fields)))
-                            ?? Self.line(
-                                RPCResponse(
-                                    id: add.id,
-                                    error: RPCError(
-                                        code: RPCError.internalErrorCode, message: "cannot encode the answer")))
-                    case .failure(let error):
-                        addAnswers[add.index] = Self.line(RPCResponse(id: add.id, error: error))
-                    }
-                }
-            }
+            let addAnswers = await answer(Self.adds(in: items))
             // The rest, up to 64 at once: few enough that a batch of 10,000 does not hold 10,000
             // tasks and their answers at once.
             let answers = await withTaskGroup(of: (Int, [UInt8]?).self) { group in
@@ -71,18 +55,68 @@ struct ControlHandler: Sendable {
                 }
                 return answers.compactMap { $0 }
             }
-            guard !answers.isEmpty else { return nil }
-            // One answer at a time into the array's bytes: no second copy of the whole batch.
-            var bytes: [UInt8] = [UInt8(ascii: "[")]
-            for (index, answer) in answers.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes += answer
-            }
-            bytes += [UInt8(ascii: "]"), UInt8(ascii: "\n")]
-            return bytes
+            return Self.batchLine(answers)
         default:
             return await handleOne(value, client: client).map { $0 + Self.newline }
         }
+    }
+
+    /// A batch's answers as one line; nil when it has none (notifications only).
+    private static func batchLine(_ answers: [[UInt8]]) -> [UInt8]? {
+        guard !answers.isEmpty else { return nil }
+        // One answer at a time into the array's bytes: no second copy of the whole batch.
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, answer) in answers.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += answer
+        }
+        bytes += [UInt8(ascii: "]"), UInt8(ascii: "\n")]
+        return bytes
+    }
+
+    /// A batch's well-formed adds, given to the scheduler together: IDs and the queue follow the
+    /// order given, and one journal write covers them all. Their answers, by place in the batch.
+    private func answer(_ adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)]) async -> [Int:
+        [UInt8]]
+    {
+        guard !adds.isEmpty else { return [:] }
+        var answers: [Int: [UInt8]] = [:]
+        answers.reserveCapacity(adds.count)
+        let outcomes = await scheduler.add(adds.map(\.params))
+        for (add, outcome) in zip(adds, outcomes) {
+            switch outcome {
+            case .success(let job):
+                answers[add.index] =
+                    (try? RPCLine.result(id: add.id, encodedResult: job.jsonBytes(only: add.fields)))
+                    ?? Self.line(
+                        RPCResponse(
+                            id: add.id,
+                            error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
+            case .failure(let error):
+                answers[add.index] = Self.line(RPCResponse(id: add.id, error: error))
+            }
+        }
+        return answers
+    }
+
+    /// A line that is a batch of plain adds only (what `uploadctl add` sends), read without
+    /// building its JSON values (`PlainAddBatch`); nil for any other line.
+    private static func plainAdds(in line: [UInt8]) -> [(
+        index: Int, id: JSONValue, params: AddParams, fields: JobFields?
+    )]? {
+        guard line.first == UInt8(ascii: "["), let batch = PlainAddBatch.read(line) else { return nil }
+        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)] = []
+        adds.reserveCapacity(batch.count)
+        for (index, request) in batch.enumerated() {
+            let fields: JobFields?
+            do {
+                fields = try jobFields(request.params.jobFields)
+            } catch {
+                return nil  // a `job_fields` that names no field: the general reading answers why
+            }
+            adds.append((index, request.id, request.params, fields))
+        }
+        return adds
     }
 
     /// The requests of a batch that are well-formed `job.add` calls with an id, and their params.

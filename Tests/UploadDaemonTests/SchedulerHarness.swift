@@ -25,7 +25,9 @@ final class SchedulerHarness: Sendable {
         config: DaemonConfig = DaemonConfig(), fake: FakeTransfer = FakeTransfer(), reusing: TemporaryDirectory? = nil,
         start: Bool = true, crashed: Bool = false, crashSuspects: [JobID] = [],
         reachability: @escaping @Sendable (String, Bool) async -> Reachability.Answer = { _, _ in .reachable },
-        clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:], smallFilesRunWider: Bool = false
+        clock: TestClock? = nil, preparationSteps: [String: any PreparationStep] = [:],
+        smallFilesRunWider: Bool = false,
+        startRecordDelay: Duration = .milliseconds(100)
     ) async throws {
         // As if the config set `transfers`: the tests count on the exact limit unless they ask.
         var config = config
@@ -43,7 +45,7 @@ final class SchedulerHarness: Sendable {
             dependencies: Scheduler.Dependencies(
                 journal: journal, http: Self.http, snapshots: snapshots, events: events, environment: [:],
                 reachability: reachability, makeTransfer: { _, _ in fake }, now: now,
-                preparationSteps: preparationSteps),
+                preparationSteps: preparationSteps, startRecordDelay: startRecordDelay),
             crashed: crashed, crashSuspects: crashSuspects)
         if start { await scheduler.start() }
     }

@@ -33,7 +33,10 @@ struct StartRecordTests {
     }
 
     @Test func anUploadThatEndsBeforeTheNextWriteLeavesNoStartRecord() async throws {
-        let harness = try await SchedulerHarness(fake: FakeTransfer(defaultStep: .succeedInOneRequest))
+        // Only the writer's next write takes the start along, not its delay (a loaded machine may
+        // take longer than 100 ms to run the attempt).
+        let harness = try await SchedulerHarness(
+            fake: FakeTransfer(defaultStep: .succeedInOneRequest), startRecordDelay: .seconds(3600))
         let id = try await harness.add("small.bin")
         #expect(await harness.wait(id, .completed))
         #expect(await eventually { !harness.snapshotExists(id) }, "the end is on disk")

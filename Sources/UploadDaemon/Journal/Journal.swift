@@ -32,10 +32,12 @@ final class Journal: Sendable {
         }
     }
 
+    /// Appends and compactions, in order. Both are encoded by the writer, not by the caller: the
+    /// scheduler, on the HTTP thread, ends small uploads by the thousand (and a million jobs'
+    /// compaction takes a second).
     private enum Pending {
-        case records([UInt8], sequence: UInt64)
-        /// The live state, encoded by the writer (a million jobs take a second): not on the
-        /// caller, the scheduler, whose pause would hold up every transfer.
+        case records([JournalRecord], sequence: UInt64)
+        /// The live state.
         case compaction([JournalRecord], sequence: UInt64)
 
         var sequence: UInt64 {
@@ -50,21 +52,37 @@ final class Journal: Sendable {
         }
     }
 
-    /// The batch with each run of record appends joined into one, for one write: it carries
-    /// the sequence of its last.
-    private static func joiningRecords(_ batch: [Pending]) -> [Pending] {
-        var joined: [Pending] = []
-        joined.reserveCapacity(batch.count)
-        for item in batch {
-            if case .records(let bytes, let sequence) = item, case .records(var run, _)? = joined.last {
-                joined.removeLast()
-                run += bytes
-                joined.append(.records(run, sequence: sequence))
-            } else {
-                joined.append(item)
+    /// What the writer does with a batch: each run of record appends encoded into one write,
+    /// which carries the sequence of its last.
+    private enum Write {
+        case bytes([UInt8], sequence: UInt64)
+        case compaction([JournalRecord], sequence: UInt64)
+
+        var sequence: UInt64 {
+            switch self {
+            case .bytes(_, let sequence), .compaction(_, let sequence): return sequence
             }
         }
-        return joined
+    }
+
+    private static func writes(of batch: [Pending]) -> [Write] {
+        var writes: [Write] = []
+        writes.reserveCapacity(batch.count)
+        for item in batch {
+            switch item {
+            case .records(let records, let sequence):
+                if case .bytes(var run, _)? = writes.last {
+                    writes.removeLast()
+                    for record in records { JournalFormat.append(record, to: &run) }
+                    writes.append(.bytes(run, sequence: sequence))
+                } else {
+                    writes.append(.bytes(JournalFormat.encode(records), sequence: sequence))
+                }
+            case .compaction(let records, let sequence):
+                writes.append(.compaction(records, sequence: sequence))
+            }
+        }
+        return writes
     }
 
     private struct State {
@@ -250,10 +268,9 @@ final class Journal: Sendable {
     /// (the start of an attempt: small files start hundreds of times a second, and each would
     /// wake the writer for a write of its own).
     func append(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
-        let bytes = JournalFormat.encode(records)
         let due = DispatchTime.now() + Self.interval(delay)
         let mustWake = state.withLock { state in
-            state.queue.append(.records(bytes, sequence: state.nextSequence))
+            state.queue.append(.records(records, sequence: state.nextSequence))
             state.nextSequence += 1
             state.recordsSinceCompaction += records.count
             state.writeDue = min(state.writeDue ?? due, due)
@@ -296,12 +313,11 @@ final class Journal: Sendable {
     /// come back after a restart.) Step two is `waitUntilDurable`. The sync may wait up to
     /// `delay` for other appends to share it; it never waits for longer than the earliest due.
     func queueDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> DurableTicket {
-        let bytes = JournalFormat.encode(records)
         let due = DispatchTime.now() + Self.interval(delay)
         let (sequence, mustWake) = state.withLock { state in
             let sequence = state.nextSequence
             state.nextSequence += 1
-            state.queue.append(.records(bytes, sequence: sequence))
+            state.queue.append(.records(records, sequence: sequence))
             state.recordsSinceCompaction += records.count
             state.durableQueued[sequence] = due
             // Written as soon as the writer is awake; only its sync waits for others'.
@@ -411,37 +427,31 @@ final class Journal: Sendable {
                 state.withLock { $0.writerSleepsUntil = nil }
                 continue  // woken by an append that may still wait, or by time: look again
             }
-            let (queued, withdrawable, closing) = state.withLock { state in
-                let batch = state.queue
+            let (batch, closing) = state.withLock { state in
+                var batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
                 state.writeDue = nil
                 // Taken with the queue, in one step: a withdraw that finds its record gone knows
                 // the record is written before what it appends next.
-                var withdrawable: (records: [JournalRecord], sequence: UInt64)?
                 if !state.withdrawable.isEmpty {
-                    withdrawable = (Array(state.withdrawable.values), state.nextSequence)
+                    batch.append(.records(Array(state.withdrawable.values), sequence: state.nextSequence))
                     state.nextSequence += 1
                     state.withdrawable.removeAll(keepingCapacity: true)
                 }
                 // Every durable append queued is in this batch: the earliest of them says when to sync.
                 syncDue = state.durableQueued.values.min()
-                return (batch, withdrawable, state.closing)
-            }
-            // Encoded here, off the caller: most never get this far.
-            var batch = queued
-            if let (records, sequence) = withdrawable {
-                batch.append(.records(JournalFormat.encode(records), sequence: sequence))
+                return (batch, state.closing)
             }
             // Each item's own failure: a compaction or a record that did not fit fails only the
             // appends it concerns, not the others written in the same batch.
             var failures: [UInt64: any Error] = [:]
             var syncFailure: (any Error)?
-            for item in Self.joiningRecords(batch) {
+            for item in Self.writes(of: batch) {
                 let writtenBefore = lastWritten
                 lastWritten = item.sequence
                 do {
                     switch item {
-                    case .records(let bytes, _): try write(bytes)
+                    case .bytes(let bytes, _): try write(bytes)
                     case .compaction(let records, _): try replaceFile(with: Self.fileContents(records))
                     }
                     if unsyncedSince == nil { unsyncedSince = .now() }
@@ -451,8 +461,8 @@ final class Journal: Sendable {
                     let parts = batch.filter { $0.sequence > writtenBefore && $0.sequence <= item.sequence }
                     for part in parts {
                         do {
-                            guard parts.count > 1, case .records(let bytes, _) = part else { throw error }
-                            try write(bytes)
+                            guard parts.count > 1, case .records(let records, _) = part else { throw error }
+                            try write(JournalFormat.encode(records))
                             if unsyncedSince == nil { unsyncedSince = .now() }
                         } catch {
                             failures[part.sequence] = error

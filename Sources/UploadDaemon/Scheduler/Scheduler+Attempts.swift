@@ -178,9 +178,6 @@ extension Scheduler {
     /// seconds took ~550 syncs with 5 ms and ~165 with 20 ms, with a fifth fewer context switches.
     /// An end is heard of at most 20 ms later.
     static let sharedSyncDelay: Duration = .milliseconds(20)
-    /// How long the record of an attempt's start may wait for the journal's next write (and the
-    /// attempt's end, to replace it).
-    static let startRecordDelay: Duration = .milliseconds(100)
 
     /// An attempt ended: feed its outcome to the job's state machine and find more work.
     func attemptEnded(_ id: JobID, outcome: AttemptOutcome?) async {

@@ -35,6 +35,9 @@ actor Scheduler {
         var notifier: DesktopNotifier?
         /// Where a small file's attempt runs (the HTTP thread, `HTTPClient`); nil: the global executor.
         var smallAttemptExecutor: (any TaskExecutor)?
+        /// How long the record of an attempt's start may wait for the journal's next write (and the
+        /// attempt's end, to replace it): 100 ms; tests that count on the end coming first make it longer.
+        var startRecordDelay: Duration = .milliseconds(100)
     }
 
     struct RunningAttempt {
@@ -244,7 +247,7 @@ actor Scheduler {
     }
 
     /// Applies an attempt's start and queues its record for the journal's next write (within
-    /// `startRecordDelay`), withdrawable: a small file's upload ends within a millisecond, and its
+    /// `Dependencies.startRecordDelay`), withdrawable: a small file's upload ends within a millisecond, and its
     /// end's record then replaces the start's, which is never encoded or written. A crash before
     /// the write still counts against the job: the crash marker lists it (`RunningJobs`). Only
     /// for a job the marker lists; others' starts are written at once.
@@ -253,7 +256,7 @@ actor Scheduler {
         let (kept, _) = journalable([.job(job)])
         // A job whose copy is not saved has no record yet: its start has none either.
         guard let record = kept.first else { return }
-        dependencies.journal.appendWithdrawable(record, of: job.id, writeWithin: Self.startRecordDelay)
+        dependencies.journal.appendWithdrawable(record, of: job.id, writeWithin: dependencies.startRecordDelay)
         withdrawableStarts.insert(job.id)
         compactIfWorthwhile()
     }

@@ -26,7 +26,12 @@ extension AddParams {
     static func take(_ key: String, _ value: JSONValue, into params: inout AddParams) -> Bool {
         if case .null = value { return knownKeys.contains(key) && key != "source" && key != "destination" }
         switch key {
-        case "source", "destination": return true  // read first
+        case "source":
+            guard let source = value.plainString else { return false }
+            params.source = source
+        case "destination":
+            guard let destination = value.plainString else { return false }
+            params.destination = destination
         case "protocol":
             guard let name = value.plainString, let chosen = UploadProtocol(rawValue: name) else { return false }
             params.protocol = chosen

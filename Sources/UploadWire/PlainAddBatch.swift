@@ -25,15 +25,9 @@ public enum PlainAddBatch {
         var requests: [(id: JSONValue, params: AddParams)] = []
         var paramKeys: [String] = []
         paramKeys.reserveCapacity(16)
-        while true {
+        repeat {
             requests.append(try readRequest(&reader, paramKeys: &paramKeys))
-            reader.skipWhitespace()
-            guard reader.index < reader.bytes.count else { throw NotPlain() }
-            let byte = reader.bytes[reader.index]
-            reader.index += 1
-            if byte == UInt8(ascii: "]") { break }
-            guard byte == UInt8(ascii: ",") else { throw NotPlain() }
-        }
+        } while try !closes(UInt8(ascii: "]"), &reader)
         reader.skipWhitespace()
         guard reader.index == reader.bytes.count else { throw NotPlain() }
         return requests
@@ -78,25 +72,12 @@ public enum PlainAddBatch {
         try expect(UInt8(ascii: "{"), &reader)
         keys.removeAll(keepingCapacity: true)
         var params = AddParams(source: "", destination: "")
-        var found = (source: false, destination: false)
         try readMembers(&reader) { (key, reader) in
             guard !keys.contains(key) else { throw NotPlain() }
             keys.append(key)
-            let value = try value(at: 3, &reader)
-            switch key {
-            case "source":
-                guard case .string(let source) = value else { throw NotPlain() }
-                params.source = source
-                found.source = true
-            case "destination":
-                guard case .string(let destination) = value else { throw NotPlain() }
-                params.destination = destination
-                found.destination = true
-            default:
-                guard AddParams.take(key, value, into: &params) else { throw NotPlain() }
-            }
+            guard AddParams.take(key, try value(at: 3, &reader), into: &params) else { throw NotPlain() }
         }
-        guard found.source, found.destination else { throw NotPlain() }
+        guard keys.contains("source"), keys.contains("destination") else { throw NotPlain() }
         return params
     }
 
@@ -109,7 +90,7 @@ public enum PlainAddBatch {
             reader.index += 1
             return
         }
-        while true {
+        repeat {
             reader.skipWhitespace()
             guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else {
                 throw NotPlain()
@@ -118,13 +99,18 @@ public enum PlainAddBatch {
             reader.skipWhitespace()
             try expect(UInt8(ascii: ":"), &reader)
             try member(key, &reader)
-            reader.skipWhitespace()
-            guard reader.index < reader.bytes.count else { throw NotPlain() }
-            let byte = reader.bytes[reader.index]
-            reader.index += 1
-            if byte == UInt8(ascii: "}") { return }
-            guard byte == UInt8(ascii: ",") else { throw NotPlain() }
-        }
+        } while try !closes(UInt8(ascii: "}"), &reader)
+    }
+
+    /// After an element or member: true past the closing `close`, false past a `,`.
+    private static func closes(_ close: UInt8, _ reader: inout JSONReader) throws -> Bool {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count else { throw NotPlain() }
+        let byte = reader.bytes[reader.index]
+        reader.index += 1
+        if byte == close { return true }
+        guard byte == UInt8(ascii: ",") else { throw NotPlain() }
+        return false
     }
 
     /// A member's value, nested `depth` deep (the batch's array is 1), so that the nesting limit

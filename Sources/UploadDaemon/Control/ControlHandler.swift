@@ -10,6 +10,10 @@ struct ControlHandler: Sendable {
         var deliver: @Sendable ([UInt8]) -> Void
     }
 
+    /// A `job.add` of a batch, ready for the scheduler: its place in the batch, its id, its params,
+    /// and the fields its answer gives.
+    typealias AddCall = (index: Int, id: JSONValue, params: AddParams, fields: JobFields?)
+
     var scheduler: Scheduler
     var events: EventHub
     /// Re-reads the config; returns a message for the client when it failed.
@@ -76,9 +80,7 @@ struct ControlHandler: Sendable {
 
     /// A batch's well-formed adds, given to the scheduler together: IDs and the queue follow the
     /// order given, and one journal write covers them all. Their answers, by place in the batch.
-    private func answer(_ adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)]) async -> [Int:
-        [UInt8]]
-    {
+    private func answer(_ adds: [AddCall]) async -> [Int: [UInt8]] {
         guard !adds.isEmpty else { return [:] }
         var answers: [Int: [UInt8]] = [:]
         answers.reserveCapacity(adds.count)
@@ -101,11 +103,9 @@ struct ControlHandler: Sendable {
 
     /// A line that is a batch of plain adds only (what `uploadctl add` sends), read without
     /// building its JSON values (`PlainAddBatch`); nil for any other line.
-    private static func plainAdds(in line: [UInt8]) -> [(
-        index: Int, id: JSONValue, params: AddParams, fields: JobFields?
-    )]? {
+    private static func plainAdds(in line: [UInt8]) -> [AddCall]? {
         guard line.first == UInt8(ascii: "["), let batch = PlainAddBatch.read(line) else { return nil }
-        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)] = []
+        var adds: [AddCall] = []
         adds.reserveCapacity(batch.count)
         for (index, request) in batch.enumerated() {
             let fields: JobFields?
@@ -120,10 +120,8 @@ struct ControlHandler: Sendable {
     }
 
     /// The requests of a batch that are well-formed `job.add` calls with an id, and their params.
-    private static func adds(in items: [JSONValue]) -> [(
-        index: Int, id: JSONValue, params: AddParams, fields: JobFields?
-    )] {
-        var adds: [(index: Int, id: JSONValue, params: AddParams, fields: JobFields?)] = []
+    private static func adds(in items: [JSONValue]) -> [AddCall] {
+        var adds: [AddCall] = []
         for (index, item) in items.enumerated() {
             guard case .object(let object) = item, object["jsonrpc"] == .string("2.0"),
                 object["method"] == .string(ControlMethod.add.rawValue), let id = object["id"]

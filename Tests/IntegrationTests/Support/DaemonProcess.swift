@@ -107,11 +107,29 @@ final class DaemonProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Runs uploadctl against this daemon.
+    /// Runs uploadctl against this daemon. When the daemon turns out to have died of a crash (a
+    /// signal other than the SIGKILL of the tests and of crash points), the result's stderr says so
+    /// and carries the daemon's crash report from its log: the daemon's folder is gone once CI ends.
     func ctl(_ arguments: [String], timeout: Double = 120) throws -> CommandResult {
-        try Command.run(
+        var result = try Command.run(
             TestPaths.binaries.appendingPathComponent("uploadctl").path, ["--socket", socket] + arguments,
             timeout: timeout)
+        if result.status != 0, let crash = crashReport() { result.stderr += "\n" + crash }
+        return result
+    }
+
+    /// What the log says of the daemon's crash, if it died of a signal other than SIGKILL.
+    func crashReport() -> String? {
+        guard let process, !process.isRunning, process.terminationReason == .uncaughtSignal,
+            process.terminationStatus != SIGKILL
+        else { return nil }
+        let lines = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")
+        // From the runtime's first words of the crash ("Fatal error", "Program crashed"), or the end.
+        let start =
+            lines.firstIndex { $0.contains("Fatal error") || $0.contains("Program crashed") }
+            ?? max(lines.count - 30, 0)
+        let report = lines[start...].prefix(80).joined(separator: "\n")
+        return "uploadd died of signal \(process.terminationStatus); its log from the crash:\n\(report)"
     }
 
     /// Runs `uploadctl --json ...` and decodes the output.

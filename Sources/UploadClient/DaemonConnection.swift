@@ -31,12 +31,14 @@ public final class DaemonConnection {
         } catch {
             throw .unreachable(socketPath: socketPath, reason: error.errnoText)
         }
+        // From here on every stored property is set, so a throw runs `deinit`, which closes the
+        // socket: closing it here as well would close whatever another thread of the app opened
+        // under its number in between.
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(socketPath.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard pathBytes.count < capacity else {
-            close(descriptor)
             throw .unreachable(socketPath: socketPath, reason: "the path is longer than \(capacity - 1) bytes")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: pathBytes) }
@@ -49,7 +51,6 @@ public final class DaemonConnection {
         }
         if result == -1 {
             let failure = SystemError("connect")
-            close(descriptor)
             throw .unreachable(socketPath: socketPath, reason: failure.errnoText)
         }
         // Whoever listens there gets our commands, passwords included: only our own daemon (or
@@ -59,11 +60,9 @@ public final class DaemonConnection {
         var gid: gid_t = 0
         guard CShims_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else {
             let failure = SystemError("getsockopt")
-            close(descriptor)
             throw .untrusted(socketPath: socketPath, reason: "cannot tell who serves it (\(failure.errnoText))")
         }
         guard uid == getuid() || uid == 0 else {
-            close(descriptor)
             throw .untrusted(
                 socketPath: socketPath,
                 reason: "it is served by uid \(uid) (pid \(pid)), not by you (uid \(getuid())) or root")

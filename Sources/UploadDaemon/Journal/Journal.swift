@@ -132,10 +132,16 @@ final class Journal: Sendable {
 
     /// How long a plain append may wait for its sync (a second; tests make it longer).
     private let plainSyncDelay: DispatchTimeInterval
+    /// Puts a compaction's rename on disk (`FileOps.syncDirectory`; tests make it fail).
+    private let syncDirectory: @Sendable (String) throws -> Void
 
-    private init(directory: String, fd: Int32, fileBytes: Int, records: Int, plainSyncDelay: Duration) {
+    private init(
+        directory: String, fd: Int32, fileBytes: Int, records: Int, plainSyncDelay: Duration,
+        syncDirectory: @escaping @Sendable (String) throws -> Void
+    ) {
         self.directory = directory
         self.plainSyncDelay = Self.interval(plainSyncDelay)
+        self.syncDirectory = syncDirectory
         self.path = directory + "/journal"
         self.descriptor = Mutex(fd)
         self.state = Mutex(State(recordsSinceCompaction: records, fileBytes: Int64(fileBytes)))
@@ -143,7 +149,10 @@ final class Journal: Sendable {
 
     /// Opens (or creates) the journal in `directory` and replays it. Damage at the end is copied to
     /// `journal.damaged-TIMESTAMP`, cut off, and reported; a journal we cannot read at all throws.
-    static func open(directory: String, plainSyncDelay: Duration = .seconds(1)) throws -> (Journal, Replay) {
+    static func open(
+        directory: String, plainSyncDelay: Duration = .seconds(1),
+        syncDirectory: @escaping @Sendable (String) throws -> Void = FileOps.syncDirectory
+    ) throws -> (Journal, Replay) {
         let path = directory + "/journal"
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
@@ -227,7 +236,7 @@ final class Journal: Sendable {
             }
             let journal = Journal(
                 directory: directory, fd: fd, fileBytes: validLength, records: contents.recordCount,
-                plainSyncDelay: plainSyncDelay)
+                plainSyncDelay: plainSyncDelay, syncDirectory: syncDirectory)
             journal.startWriter()
             return (
                 journal,
@@ -567,18 +576,31 @@ final class Journal: Sendable {
             }
             try syscall("fsync", path: temp) { fsync(fd) }
             try syscall("rename", path: temp) { rename(temp, path) }
-            try FileOps.syncDirectory(directory)
-            CrashPoint.journalCompacted.reached()
         } catch {
             Glibc.close(fd)
             unlink(temp)
             throw error
         }
+        // Renamed: the new file is the journal by its name from here on, so every append goes to
+        // it, even if the rename cannot be synced (appends to the old file, unlinked now, would be
+        // gone at the next start).
         descriptor.withLock { old in
             Glibc.close(old)
             old = fd
         }
         let size = parts.reduce(0) { $0 + $1.count }
+        do {
+            try syncDirectory(directory)
+        } catch {
+            // A power cut could bring the old file back under the name, without what is appended
+            // to the new one: behind, as after a failed write, until a compaction goes through.
+            state.withLock { state in
+                state.fileBytes = Int64(size)
+                state.isBehind = true
+            }
+            throw error
+        }
+        CrashPoint.journalCompacted.reached()
         let caughtUp = state.withLock { state in
             let wasBehind = state.isBehind
             state.fileBytes = Int64(size)

@@ -368,9 +368,16 @@ actor Scheduler {
     }
 
     /// After a durable append: a failed write (a full disk) leaves memory ahead of the journal, so
-    /// catching up starts; a write that went through may make compaction worthwhile.
+    /// catching up starts, as it does after a compaction whose rename could not be synced; a write
+    /// that went through may make compaction worthwhile.
     private func settled(_ outcome: Result<Void, any Error>) -> Result<Void, any Error> {
-        if case .failure = outcome { catchUpWithJournal() } else { compactIfWorthwhile() }
+        if case .failure = outcome {
+            catchUpWithJournal()
+        } else if dependencies.journal.isBehind {
+            catchUpWithJournal()
+        } else {
+            compactIfWorthwhile()
+        }
         return outcome
     }
 

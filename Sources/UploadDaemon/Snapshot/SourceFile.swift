@@ -44,23 +44,21 @@ final class SourceFile: Sendable {
         self.fd = fd
         self.size = snapshot.size
         self.start = snapshot.start
-        do throws(TransferFailure) {
-            guard snapshot.start >= 0, snapshot.size >= 0, snapshot.start <= Int64.max - snapshot.size else {
-                throw .source("the snapshot of \(displayPath) names an impossible range; add the file again")
-            }
-            if snapshot.isCached {
-                var info = stat()
-                guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else {
-                    throw .source(
-                        "the cached copy of \(displayPath) (\(snapshot.path)) is not uploadd's own file any more; add the file again"
-                    )
-                }
-            }
-            try verifyUnchanged()
-        } catch {
-            close(fd)
-            throw error
+        // From here on every stored property is set, so a throw runs `deinit`, which closes `fd`:
+        // closing it here as well would close whatever another thread opened under its number in
+        // between (a socket, the journal).
+        guard snapshot.start >= 0, snapshot.size >= 0, snapshot.start <= Int64.max - snapshot.size else {
+            throw .source("the snapshot of \(displayPath) names an impossible range; add the file again")
         }
+        if snapshot.isCached {
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else {
+                throw .source(
+                    "the cached copy of \(displayPath) (\(snapshot.path)) is not uploadd's own file any more; add the file again"
+                )
+            }
+        }
+        try verifyUnchanged()
     }
 
     deinit { close(fd) }

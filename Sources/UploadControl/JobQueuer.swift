@@ -163,7 +163,12 @@ extension JobQueuer {
 enum StandardInputPaths {
     static func forEach(nulSeparated: Bool, _ body: (String) throws -> Void) rethrows {
         // A stream of its own on a copy of fd 0 (glibc's `stdin` is shared mutable state to Swift).
-        guard let input = fdopen(dup(STDIN_FILENO), "r") else { return }
+        let copy = dup(STDIN_FILENO)
+        guard copy >= 0 else { return }
+        guard let input = fdopen(copy, "r") else {
+            close(copy)
+            return
+        }
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer {

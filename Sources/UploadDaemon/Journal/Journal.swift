@@ -170,9 +170,9 @@ final class Journal: Sendable {
                     "\(error); make it readable and writable by you (chmod 600 \(path)), or move it away to start with an empty queue"
             )
         }
-        // A new journal's name must survive a power cut as surely as its first records.
-        if isNew { try FileOps.syncDirectory(directory) }
         do {
+            // A new journal's name must survive a power cut as surely as its first records.
+            if isNew { try syncDirectory(directory) }
             let bytes = try FileOps.readFile(path, followSymlinks: false)
             let contents: JournalContents
             var replayed = JournalState()

@@ -54,11 +54,11 @@ final class OpenDirectory: Sendable {
                 if name == "." { continue }
                 let next = openat(current, name, walkFlags)
                 if next >= 0 {
+                    close(current)
+                    current = next
                     if justCreated == name { try setMode(of: next, to: mode ?? 0o700, path: display(walked + [name])) }
                     justCreated = nil
                     creationTried = nil
-                    close(current)
-                    current = next
                     if name == ".." { _ = walked.popLast() } else { walked.append(name) }
                     continue
                 }

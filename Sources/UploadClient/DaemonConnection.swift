@@ -16,6 +16,8 @@ public final class DaemonConnection {
     private var pendingLines: ArraySlice<[UInt8]> = []
     private var queuedNotifications: ArraySlice<RPCNotification> = []
     private var nextRequestID = 1
+    /// Answers that came while the client read those of an earlier batch.
+    private var unclaimedAnswers: [Int: Result<RPCResult, RPCError>] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 1 << 16)
 
     /// Connects to the Unix socket at `socketPath`. The corresponding C calls are `socket` and `connect`.
@@ -95,16 +97,40 @@ public final class DaemonConnection {
     /// several batch lines instead of being refused whole.
     public func callBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> [Result<RPCResult, RPCError>]
     {
-        guard !calls.isEmpty else { return [] }
+        try answers(to: startBatch(calls))
+    }
+
+    /// Requests sent whose answers are not read yet (`startBatch`, `answers(to:)`).
+    public struct PendingCalls: Sendable {
+        fileprivate let firstID: Int
+        public let count: Int
+    }
+
+    /// Sends the requests as `callBatch` does, without waiting for their answers: a client may send
+    /// the next batch while the daemon works on this one, then read each batch's answers in turn.
+    public func startBatch(_ calls: [(method: ControlMethod, params: JSONValue)]) throws -> PendingCalls {
         let firstID = nextRequestID
         nextRequestID += calls.count
         let requests = calls.enumerated().map { offset, call in
             RPCRequest(id: .number(Double(firstID + offset)), method: call.method.rawValue, params: call.params)
         }
-        for line in try Self.encodeLines(requests[...]) { try send(line) }
+        if !requests.isEmpty {
+            for line in try Self.encodeLines(requests[...]) { try send(line) }
+        }
+        return PendingCalls(firstID: firstID, count: calls.count)
+    }
 
-        var outcomes = [Result<RPCResult, RPCError>?](repeating: nil, count: calls.count)
-        var unanswered = calls.count
+    /// The outcome of each request `startBatch` sent, in the order given. Answers to other requests
+    /// still pending that come first are kept for their own turn.
+    public func answers(to pending: PendingCalls) throws -> [Result<RPCResult, RPCError>] {
+        let ids = pending.firstID..<(pending.firstID + pending.count)
+        var outcomes = [Result<RPCResult, RPCError>?](repeating: nil, count: pending.count)
+        var unanswered = pending.count
+        for id in ids {
+            guard let early = unclaimedAnswers.removeValue(forKey: id) else { continue }
+            outcomes[id - pending.firstID] = early
+            unanswered -= 1
+        }
         while unanswered > 0 {
             guard let message = try readMessage(until: nil) else { continue }
             switch message {
@@ -117,9 +143,12 @@ public final class DaemonConnection {
                         if case .failure(let error) = reply.outcome { throw error }
                         continue
                     }
-                    let index = id - firstID
-                    guard outcomes.indices.contains(index), outcomes[index] == nil else { continue }
-                    outcomes[index] = reply.outcome
+                    guard ids.contains(id) else {
+                        if id > 0 && id < nextRequestID { unclaimedAnswers[id] = reply.outcome }
+                        continue
+                    }
+                    guard outcomes[id - pending.firstID] == nil else { continue }
+                    outcomes[id - pending.firstID] = reply.outcome
                     unanswered -= 1
                 }
             }

@@ -2,11 +2,20 @@ import Glibc
 import UploadClient
 import UploadWire
 
-/// Sends `add`'s files to the daemon as they are found, in requests of `batchSize`, so that a
-/// folder of 50,000 files starts uploading long before the last one is queued. Every job joins
+/// Sends `add`'s files to the daemon as they are found, in requests of up to `batchSize`, so that
+/// a folder of 50,000 files starts uploading long before the last one is queued. Every job joins
 /// one batch: the first added job starts it (`new_batch`) and gives it its ID.
+///
+/// The first requests are small (`requestSizes`): the daemon copies and syncs a request's files
+/// before it answers and queues them, so the first uploads start after a few files' copies
+/// rather than after 500.
 struct JobQueuer {
     static let batchSize = 500
+    /// The files in each request, from the first: then `batchSize` each.
+    static let requestSizes = [1, 50, 200]
+    /// Requests sent before the oldest one's answers are read: the daemon checks and copies the
+    /// files of one while it syncs and journals the one before.
+    static let requestsInFlight = 2
 
     let connection: DaemonConnection
     let context: CommandContext
@@ -22,6 +31,9 @@ struct JobQueuer {
     private(set) var addedJobs: [JobInfo] = []
     private(set) var failures: [JobFailure] = []
     private var pending: [AddParams] = []
+    /// Requests sent whose answers are not read yet, oldest first.
+    private var inFlight: [(sent: DaemonConnection.PendingCalls, requests: [AddParams])] = []
+    private var requestsSent = 0
     /// The template's request params, encoded once: each file's differ in a few keys.
     private var templateParams: [String: JSONValue]?
     /// Only the ID and batch of each job in the answers, unless `--json` prints them whole (or
@@ -36,7 +48,7 @@ struct JobQueuer {
         answerFields = context.json ? nil : ["batch"]
     }
 
-    /// Queues one file for `destination`; sends a request once `batchSize` are waiting.
+    /// Queues one file for `destination`; sends a request once enough are waiting.
     mutating func add(source: String, destination: String) throws {
         if template.clientToken != nil, added.count + failures.count + pending.count >= 1 {
             throw UsageError("--client-token names one job: add a single file with it")
@@ -45,27 +57,13 @@ struct JobQueuer {
         params.source = source
         params.destination = destination
         pending.append(params)
-        if pending.count >= Self.batchSize { try flush() }
+        if pending.count >= nextRequestSize { try sendWaiting() }
     }
 
-    /// Sends what is waiting. Until a batch exists, the first file goes alone to start it.
+    /// Sends what is waiting and reads every answer.
     mutating func flush() throws {
-        while !pending.isEmpty {
-            if batch == nil {
-                var first = pending.removeFirst()
-                first.newBatch = true
-                try send([first])
-            } else {
-                let requests = pending.map { params in
-                    var params = params
-                    params.batch = batch
-                    return params
-                }
-                pending = []
-                try send(requests)
-            }
-        }
-        if showsProgress { context.output.standardError("\rqueued \(added.count) files") }
+        try sendWaiting()
+        while !inFlight.isEmpty { try readOldestAnswers() }
     }
 
     /// Ends the progress line.
@@ -73,21 +71,60 @@ struct JobQueuer {
         if showsProgress && !added.isEmpty { context.output.standardError("\n") }
     }
 
-    /// Sends one request's files; they share their batch (`flush`).
-    private mutating func send(_ requests: [AddParams]) throws {
+    /// The files the next request takes.
+    private var nextRequestSize: Int {
+        requestsSent < Self.requestSizes.count ? Self.requestSizes[requestsSent] : Self.batchSize
+    }
+
+    /// Sends what is waiting. Until a batch exists, the first file goes alone to start it, and its
+    /// answer (the batch's ID) is read before the others go.
+    private mutating func sendWaiting() throws {
+        while !pending.isEmpty {
+            if batch == nil {
+                var first = pending.removeFirst()
+                first.newBatch = true
+                try start([first])
+                try readOldestAnswers()
+            } else {
+                let requests = pending.prefix(nextRequestSize).map { params in
+                    var params = params
+                    params.batch = batch
+                    return params
+                }
+                pending.removeFirst(requests.count)
+                try start(requests)
+            }
+        }
+    }
+
+    /// Sends one request's files (they share their batch), once fewer than `requestsInFlight` wait.
+    private mutating func start(_ requests: [AddParams]) throws {
+        while inFlight.count >= Self.requestsInFlight { try readOldestAnswers() }
+        inFlight.append((try connection.startBatch(calls(for: requests)), requests))
+        requestsSent += 1
+    }
+
+    private mutating func calls(for requests: [AddParams]) throws -> [(method: ControlMethod, params: JSONValue)] {
         let shared = try sharedParams(requests[0])
-        let calls = requests.map { params in
+        return requests.map { params in
             var object = shared
             object["source"] = .string(params.source)
             object["destination"] = .string(params.destination)
             return (method: ControlMethod.add, params: JSONValue.object(object))
         }
-        let outcomes = try connection.callBatch(calls)
+    }
+
+    /// Reads the answers to the oldest request in flight.
+    private mutating func readOldestAnswers() throws {
+        let (sent, requests) = inFlight.removeFirst()
+        var outcomes = try connection.answers(to: sent)
         if answerFields != nil, case .failure(let refusal)? = outcomes.first,
             refusal.message.contains("unknown key 'job_fields'")
         {
-            answerFields = nil  // an older daemon: whole jobs
-            return try send(requests)
+            // An older daemon: whole jobs. Only the first request can meet it (the others go after
+            // its answer), so nothing else is in flight.
+            answerFields = nil
+            outcomes = try connection.callBatch(calls(for: requests))
         }
         var ids: [String] = []
         for (params, outcome) in zip(requests, outcomes) {
@@ -113,6 +150,7 @@ struct JobQueuer {
         }
         // IDs as they come, so a script reading them can start on the first ones.
         if !context.json { context.print(lines: ids) }
+        if showsProgress { context.output.standardError("\rqueued \(added.count) files") }
     }
 }
 

@@ -66,6 +66,27 @@ final class AddCommandTests {
         #expect(daemon.logLines(containing: "completed: \(paths[3])").count == 1)
     }
 
+    /// An add of 800 files goes in several requests, two in flight at a time (`JobQueuer`), each
+    /// checked and copied while the one before syncs: the IDs still follow the order given, one
+    /// after another, and each job has its file (requests' first and last files checked).
+    @Test func aLongAddInRequestsInFlightKeepsTheOrderGiven() throws {
+        let folder = files.appendingPathComponent("in-flight")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let paths = try (0..<800).map { index in
+            let path = folder.appendingPathComponent(String(format: "p%03d.txt", index)).path
+            try "file \(index)\n".write(toFile: path, atomically: false, encoding: .utf8)
+            return path
+        }
+        let ids = try daemon.add(paths, to: "file://\(files.path)/in-flight-out/")
+        #expect(ids.count == 800)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $1.rawValue == $0.rawValue + 1 }, "consecutive: \(ids)")
+        for index in [0, 1, 50, 51, 250, 251, 750, 751, 799] {
+            let job = try daemon.waitFor(ids[index])
+            #expect(job.state == .completed)
+            #expect(job.source == paths[index])
+        }
+    }
+
     /// 1,000 small files ending at once do not write 1,000 lines (journald stops taking a service's
     /// lines past its rate limit): at most 100 a second one by one, and a line that counts the
     /// rest. Together they account for every job.

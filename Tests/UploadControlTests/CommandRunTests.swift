@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import UploadWire
 
@@ -45,6 +46,41 @@ import UploadWire
         #expect(requests.allSatisfy { $0.params?.objectValue?["job_fields"] == .array([.string("batch")]) })
         #expect(requests[1].params?.objectValue?["headers"] == .array([.string("A: 1")]), "the template's keys")
         #expect(requests[1].params?.objectValue?["new_batch"] == nil)
+    }
+
+    /// A long add starts small, so that the first uploads start after a few copies, and sends its
+    /// next request before the answer to the one before: the daemon copies one while it syncs the
+    /// other. IDs are printed in the order given all the same.
+    @Test(.timeLimit(.minutes(1))) func addStartsWithSmallRequestsAndKeepsTwoInFlight() throws {
+        let state = Mutex<(nextID: UInt64, lines: Int, held: String?)>((10, 0, nil))
+        let daemon = try FakeDaemon { line in
+            state.withLock { state in
+                let answers = Wire.requests(line).map { request -> String in
+                    defer { state.nextID += 1 }
+                    return Wire.result(id: request.id, sampleJob(id: state.nextID, state: .queued))
+                }
+                let answer = answers.count == 1 ? answers[0] : "[" + answers.joined(separator: ",") + "]"
+                state.lines += 1
+                // The second request's answer waits for the third request: an add that waited
+                // for it before sending the next would never end (the time limit fails it).
+                switch state.lines {
+                case 2:
+                    state.held = answer
+                    return []
+                case 3: return [state.held!, answer]
+                default: return [answer]
+                }
+            }
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        let files = (0..<800).map { "f\($0).bin" }
+        #expect(run(["add"] + files + ["--to", "https://h/"], daemon: daemon, output: output) == .success)
+        let sizes = daemon.requestLines.map { Wire.requests($0).count }
+        #expect(sizes == [1, 50, 200, 500, 49])
+        #expect(output.standardOutput == (10..<810).map { "\($0)\n" }.joined())
+        let sources = daemon.requestLines.flatMap(Wire.requests).compactMap { $0.params?.objectValue?["source"] }
+        #expect(sources == files.map { .string("/work/\($0)") })
     }
 
     @Test func addTakesWholeJobsWhenAnOlderDaemonRefusesTheFieldFilter() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import UploadClient
 import UploadWire
@@ -34,6 +35,35 @@ import UploadWire
         let notification = try #require(try connection.nextNotification(until: .now + .seconds(5)))
         #expect(notification.method == "job.state")
         #expect(try notification.params.decode(JobInfo.self).state == .paused)
+    }
+
+    /// Two batches in flight: the second's answers come first and wait for their own turn.
+    @Test func answersOfBatchesInFlightAreKeptForTheirOwnTurn() throws {
+        let held = Mutex<[String]>([])
+        let daemon = try FakeDaemon { line in
+            let answers = Wire.requests(line).map { Wire.result(id: $0.id, ["method": $0.method]) }
+            let answer = answers.count == 1 ? answers[0] : "[" + answers.joined(separator: ",") + "]"
+            // The first line's answer is held until the second line has come, then sent after it.
+            return held.withLock { first in
+                guard !first.isEmpty else {
+                    first = [answer]
+                    return []
+                }
+                return [answer] + first
+            }
+        }
+        defer { daemon.stop() }
+        let connection = try DaemonConnection(socketPath: daemon.socketPath)
+        let first = try connection.startBatch([(.hello, .object([:])), (.status, .object([:]))])
+        let second = try connection.startBatch([(.list, .object([:]))])
+        let firstAnswers = try connection.answers(to: first).map { try $0.get().decode(JSONValue.self) }
+        #expect(
+            firstAnswers == [
+                .object(["method": .string("daemon.hello")]), .object(["method": .string("daemon.status")]),
+            ])
+        let secondAnswers = try connection.answers(to: second).map { try $0.get().decode(JSONValue.self) }
+        #expect(secondAnswers == [.object(["method": .string("job.list")])])
+        #expect(daemon.requestLines.count == 2)
     }
 
     @Test func requestIDsCountUpFromOne() throws {

@@ -43,6 +43,8 @@ ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd,
 /// SYNC_FILE_RANGE_WRITE): an fsync later finds them written. Durable only after that fsync.
 /// Returns 0 or -1 with errno set.
 int CShims_start_writeback(int fd);
+/// sync_file_range(SYNC_FILE_RANGE_WRITE) of `length` bytes from `offset`: starts their writeback.
+int CShims_start_writeback_range(int fd, long long offset, long long length);
 
 /// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ), or -1.
 int CShims_unsent_bytes(int fd);

@@ -14,6 +14,7 @@ extension Scheduler {
     /// one durable write, and they queue in that order. Each gets its own answer: one bad file
     /// does not stop the others.
     func add(_ batch: [AddParams]) async -> [Result<JobInfo, RPCError>] {
+        let turn = addTurns.take()
         var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, spec: JobSpec)] = []
         var tokensInBatch: [String: Int] = [:]
@@ -51,6 +52,7 @@ extension Scheduler {
         // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
         let snapshots = dependencies.snapshots
         let checked = await Self.blockingInChunks(pending) { item in try snapshots.original(of: item.spec.source) }
+        await waitForTurn(turn)
         var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
         for (item, outcome) in zip(pending, checked) {
             switch outcome {
@@ -66,6 +68,7 @@ extension Scheduler {
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
         }
+        endTurn(turn)
         // Copies made one by one are synced below, all of them after the last is made.
         let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
         var jobs: [(index: Int, job: Job)] = []

@@ -1,3 +1,4 @@
+import CShims
 import Glibc
 import Synchronization
 import UploadCore
@@ -17,6 +18,8 @@ extension SnapshotCache {
     static let packedFileLimit: Int64 = 1 << 20
     /// The bytes of one pack; a batch with more gets several, made at the same time.
     static let packLimit: Int64 = 16 << 20
+    /// The bytes copied into a pack between two starts of their writeback.
+    static let writebackStep: Int64 = 2 << 20
 
     func packPath(named first: JobID) -> String { "\(directory)/pack-\(first)" }
 
@@ -44,8 +47,16 @@ extension SnapshotCache {
         defer { close(pack) }
         var results: [Result<SourceSnapshot, TransferFailure>] = []
         var end: Int64 = 0
+        var writtenBack: Int64 = 0
         for file in files {
             results.append(Self.append(file.source, mode: file.mode, to: pack, at: &end, path: path))
+            // The disk starts on what is copied while the rest is: the fsync below waits for the
+            // last few MiB, not for all 16 (an add's answer came ~13% sooner, 15 alternated pairs).
+            // Only a head start: where it fails, the fsync does it all.
+            if end - writtenBack >= Self.writebackStep {
+                _ = CShims_start_writeback_range(pack, writtenBack, end - writtenBack)
+                writtenBack = end
+            }
         }
         // One fsync for every copy in the pack, before any of their adds is journaled. fsync, not
         // fdatasync: the pack's mtime is part of its identity, as a copy's is.

@@ -1,0 +1,52 @@
+/// The order in which adds take their IDs.
+///
+/// A client may send its next `add` before the answer to the one before (`uploadctl add` of a
+/// folder keeps two requests in flight, so that the daemon checks and copies one request's files
+/// while it syncs the other's). Their files are checked at the same time, and the second's checks
+/// may end first; its IDs still come after the first's, so the jobs queue in the order they reached
+/// the scheduler. An add takes its turn when it reaches the scheduler and ends it once its IDs are
+/// handed out: nothing in between can fail or wait for anything but the checks, so a turn always
+/// ends, and a later add waits at most for an earlier one's checks.
+struct AddTurns {
+    /// The next turn handed out.
+    private var next = 0
+    /// The turn that may hand out IDs now.
+    private var current = 0
+    /// Adds whose checks ended before their turn came.
+    private var parked: [Int: CheckedContinuation<Void, Never>] = [:]
+
+    mutating func take() -> Int {
+        defer { next += 1 }
+        return next
+    }
+
+    func isCurrent(_ turn: Int) -> Bool { turn == current }
+
+    /// The turns handed out so far.
+    var taken: Int { next }
+
+    /// The add of `turn` waits in `continuation` until the turns before it end.
+    mutating func park(_ turn: Int, _ continuation: CheckedContinuation<Void, Never>) {
+        precondition(turn > current && parked[turn] == nil, "a turn waits once, before it comes")
+        parked[turn] = continuation
+    }
+
+    /// Turn `turn` is over. Returns the next turn's add to go on, if it is waiting.
+    mutating func end(_ turn: Int) -> CheckedContinuation<Void, Never>? {
+        precondition(turn == current, "add turns end in order")
+        current += 1
+        return parked.removeValue(forKey: current)
+    }
+}
+
+extension Scheduler {
+    /// Returns once every add that reached the scheduler before `turn` has its IDs.
+    func waitForTurn(_ turn: Int) async {
+        guard !addTurns.isCurrent(turn) else { return }
+        await withCheckedContinuation { addTurns.park(turn, $0) }
+    }
+
+    func endTurn(_ turn: Int) {
+        addTurns.end(turn)?.resume()
+    }
+}

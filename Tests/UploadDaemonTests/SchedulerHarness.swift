@@ -109,7 +109,11 @@ final class SchedulerHarness: Sendable {
         try await scheduler.perform(command, selection: JobSelection(id: id)).first
     }
 
-    func snapshotExists(_ id: JobID) -> Bool { FileManager.default.fileExists(atPath: snapshots.path(for: id)) }
+    /// Whether job `id`'s copy is in the cache, once the deletions asked for so far are done.
+    func snapshotExists(_ id: JobID) -> Bool {
+        snapshots.waitForRemovals()
+        return FileManager.default.fileExists(atPath: snapshots.path(for: id))
+    }
 
     func stop() async {
         await scheduler.shutdown()

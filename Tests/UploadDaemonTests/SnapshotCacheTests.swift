@@ -52,6 +52,7 @@ struct SnapshotCacheTests {
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: snapshot.path))) == content)
 
         cache.discard(snapshot, of: JobID(1))
+        cache.waitForRemovals()
         #expect(!FileManager.default.fileExists(atPath: snapshot.path))
     }
 
@@ -89,6 +90,7 @@ struct SnapshotCacheTests {
                 + Int64(info.st_mtim.tv_nsec))
         #expect(cacheFiles().isEmpty)
         cache.discard(snapshot, of: JobID(1))
+        cache.waitForRemovals()
         #expect(FileManager.default.fileExists(atPath: path), "discard never deletes the user's file")
     }
 
@@ -174,6 +176,7 @@ struct SnapshotCacheTests {
         let foreign = SourceSnapshot(
             kind: .copy, path: path, size: 1, device: 0, inode: 0, modificationTimeNanoseconds: 0)
         cache.discard(foreign, of: JobID(1))
+        cache.waitForRemovals()
         #expect(FileManager.default.fileExists(atPath: path))
     }
 }

@@ -108,9 +108,11 @@ struct SnapshotPackTests {
         cache.discard(snapshots[1], of: JobID(2))
         cache.discard(snapshots[1], of: JobID(2))  // twice: still only job 2 let go
         cache.discard(snapshots[0], of: JobID(1))
+        cache.waitForRemovals()
         #expect(cacheFiles() == ["pack-1"])
         #expect(try readAll(snapshots[2]) == bytes(1_000, seed: 3))
         cache.discard(snapshots[2], of: JobID(3))
+        cache.waitForRemovals()
         #expect(cacheFiles().isEmpty)
     }
 

@@ -50,7 +50,23 @@ struct SnapshotCache: Sendable {
     /// Deletes a job's prepared file when preparation made one (never the snapshot it may name).
     func discard(_ prepared: PreparedFile?) {
         guard let prepared, prepared.path.hasPrefix(preparedDirectory + "/") else { return }
-        unlink(prepared.path)
+        Self.remove(prepared.path)
+    }
+
+    /// Deletes cached files on a queue of their own. A file system takes a while to delete a big
+    /// file (176 ms for a 1 GiB copy on ext4 here, 3.6 ms for a 16 MiB pack), and the thread that
+    /// ends an upload runs every other transfer: it would stall them all. Every name deleted here
+    /// is never made again (names carry new job IDs and runs); one a crash leaves behind is an
+    /// orphan the next start removes.
+    private static let remover = DispatchQueue(label: "uploadd.cache-remover")
+
+    private static func remove(_ path: String) {
+        remover.async { unlink(path) }
+    }
+
+    /// Returns once every deletion asked for so far is done.
+    func waitForRemovals() {
+        Self.remover.sync {}
     }
 
     /// Checks the source and takes its snapshot. Blocking: call it off the cooperative pool.
@@ -216,7 +232,7 @@ struct SnapshotCache: Sendable {
     func discard(_ snapshot: SourceSnapshot?, of id: JobID) {
         guard let snapshot, snapshot.isCached, snapshot.path.hasPrefix(directory + "/") else { return }
         if snapshot.isPacked && !packs.release(snapshot.path, by: id) { return }
-        unlink(snapshot.path)
+        Self.remove(snapshot.path)
     }
 
     /// Deletes cached files no job refers to (left by a crash between snapshot and journal, or

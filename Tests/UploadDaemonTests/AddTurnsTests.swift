@@ -22,7 +22,8 @@ struct AddTurnsTests {
         #expect(await taker.ran == [0, 1, 2])
     }
 
-    /// A second add whose files are checked long before the first's still gets the later IDs.
+    /// A client's second add whose files are checked long before its first's still gets the later
+    /// IDs.
     @Test func aLaterAddWhoseChecksEndFirstWaitsForTheEarlierOnesIDs() async throws {
         let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 1))
         // Many files to check for the first add (in chunks, on other threads), one for the second.
@@ -35,9 +36,10 @@ struct AddTurnsTests {
         }
         let many = try (0..<3_000).map { try params("many-\($0)") }
         let one = try params("one")
-        let first = Task { await harness.scheduler.add(many) }
-        while await harness.scheduler.addTurns.taken < 1 { await Task.yield() }
-        let second = await harness.scheduler.add([one])
+        let client = ObjectIdentifier(AddTurnsTests.self)
+        let first = Task { await harness.scheduler.add(many, orderedFor: client) }
+        while await harness.scheduler.addTurns[client] == nil { await Task.yield() }
+        let second = await harness.scheduler.add([one], orderedFor: client)
         let firstIDs = try await first.value.map { try $0.get().id }
         let secondID = try #require(try second.first?.get().id)
         #expect(firstIDs == firstIDs.sorted())

@@ -23,7 +23,7 @@ struct ControlHandler: Sendable {
     /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
     func handle(line: [UInt8], client: Client) async -> [UInt8]? {
         if let plain = Self.plainAdds(in: line) {
-            let answers = await answer(plain)
+            let answers = await answer(plain, from: client)
             return Self.batchLine(plain.indices.compactMap { answers[$0] })
         }
         let value: JSONValue
@@ -37,7 +37,7 @@ struct ControlHandler: Sendable {
             guard !items.isEmpty else {
                 return Self.answerLine(RPCResponse(id: .null, error: .invalidRequest("empty batch")))
             }
-            let addAnswers = await answer(Self.adds(in: items))
+            let addAnswers = await answer(Self.adds(in: items), from: client)
             // The rest, up to 64 at once: few enough that a batch of 10,000 does not hold 10,000
             // tasks and their answers at once.
             let answers = await withTaskGroup(of: (Int, [UInt8]?).self) { group in
@@ -79,12 +79,13 @@ struct ControlHandler: Sendable {
     }
 
     /// A batch's well-formed adds, given to the scheduler together: IDs and the queue follow the
-    /// order given, and one journal write covers them all. Their answers, by place in the batch.
-    private func answer(_ adds: [AddCall]) async -> [Int: [UInt8]] {
+    /// order given, and one journal write covers them all; after the adds the same client sent
+    /// before (`AddTurns`). Their answers, by place in the batch.
+    private func answer(_ adds: [AddCall], from client: Client) async -> [Int: [UInt8]] {
         guard !adds.isEmpty else { return [:] }
         var answers: [Int: [UInt8]] = [:]
         answers.reserveCapacity(adds.count)
-        let outcomes = await scheduler.add(adds.map(\.params))
+        let outcomes = await scheduler.add(adds.map(\.params), orderedFor: client.key)
         for (add, outcome) in zip(adds, outcomes) {
             switch outcome {
             case .success(let job):

@@ -1,4 +1,4 @@
-/// The order in which adds take their IDs.
+/// The order in which one client's adds take their IDs.
 ///
 /// A client may send its next `add` before the answer to the one before (`uploadctl add` of a
 /// folder keeps two requests in flight, so that the daemon checks and copies one request's files
@@ -6,7 +6,8 @@
 /// may end first; its IDs still come after the first's, so the jobs queue in the order they reached
 /// the scheduler. An add takes its turn when it reaches the scheduler and ends it once its IDs are
 /// handed out: nothing in between can fail or wait for anything but the checks, so a turn always
-/// ends, and a later add waits at most for an earlier one's checks.
+/// ends. Turns are per client: an add whose files take long to check (a hung network mount) holds
+/// back only the adds its own client sent after it.
 struct AddTurns {
     /// The next turn handed out.
     private var next = 0
@@ -22,8 +23,8 @@ struct AddTurns {
 
     func isCurrent(_ turn: Int) -> Bool { turn == current }
 
-    /// The turns handed out so far.
-    var taken: Int { next }
+    /// Every turn handed out has ended.
+    var isIdle: Bool { current == next }
 
     /// The add of `turn` waits in `continuation` until the turns before it end.
     mutating func park(_ turn: Int, _ continuation: CheckedContinuation<Void, Never>) {
@@ -40,13 +41,28 @@ struct AddTurns {
 }
 
 extension Scheduler {
-    /// Returns once every add that reached the scheduler before `turn` has its IDs.
-    func waitForTurn(_ turn: Int) async {
-        guard !addTurns.isCurrent(turn) else { return }
-        await withCheckedContinuation { addTurns.park(turn, $0) }
+    /// One add's place among its client's.
+    struct AddTurn {
+        var client: ObjectIdentifier
+        var number: Int
     }
 
-    func endTurn(_ turn: Int) {
-        addTurns.end(turn)?.resume()
+    /// The add's turn among `client`'s adds; nil: no client to keep in order (the add goes on).
+    func takeAddTurn(for client: ObjectIdentifier?) -> AddTurn? {
+        guard let client else { return nil }
+        return AddTurn(client: client, number: addTurns[client, default: AddTurns()].take())
+    }
+
+    /// Returns once every add its client sent before `turn` has its IDs.
+    func waitForTurn(_ turn: AddTurn?) async {
+        guard let turn, addTurns[turn.client]?.isCurrent(turn.number) == false else { return }
+        await withCheckedContinuation { addTurns[turn.client]?.park(turn.number, $0) }
+    }
+
+    func endTurn(_ turn: AddTurn?) {
+        guard let turn else { return }
+        let next = addTurns[turn.client]?.end(turn.number)
+        if addTurns[turn.client]?.isIdle == true { addTurns[turn.client] = nil }
+        next?.resume()
     }
 }

@@ -12,9 +12,10 @@ extension Scheduler {
     /// Adds several jobs, as one `add` of many files does: each is checked and snapshotted (several
     /// at once), the jobs that can be added get their IDs in the order given and are journaled in
     /// one durable write, and they queue in that order. Each gets its own answer: one bad file
-    /// does not stop the others.
-    func add(_ batch: [AddParams]) async -> [Result<JobInfo, RPCError>] {
-        let turn = addTurns.take()
+    /// does not stop the others. Adds of one `client` running at once take their IDs in the order
+    /// they came (`AddTurns`); those of different clients do not wait for each other.
+    func add(_ batch: [AddParams], orderedFor client: ObjectIdentifier? = nil) async -> [Result<JobInfo, RPCError>] {
+        let turn = takeAddTurn(for: client)
         var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, spec: JobSpec)] = []
         var tokensInBatch: [String: Int] = [:]

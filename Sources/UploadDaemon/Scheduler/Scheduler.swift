@@ -88,8 +88,9 @@ actor Scheduler {
     /// All uploads together, bytes per second (`uploadctl limit`); nil: none.
     var bandwidthLimit: Int64?
     var reservedNextID: UInt64
-    /// Adds that run at once take their IDs in the order they came (`Scheduler+AddTurns`).
-    var addTurns = AddTurns()
+    /// A client's adds that run at once take their IDs in the order they came, per client
+    /// (`Scheduler+AddTurns`).
+    var addTurns: [ObjectIdentifier: AddTurns] = [:]
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
     var hookBacklog: [JobID] = []

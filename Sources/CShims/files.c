@@ -7,11 +7,7 @@ int CShims_open_path_flag(void) {
     return O_PATH;
 }
 
-int CShims_start_writeback(int fd) {
-    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-}
-
-int CShims_start_writeback_range(int fd, long long offset, long long length) {
+int CShims_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
 

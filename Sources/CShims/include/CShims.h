@@ -39,12 +39,10 @@ int CShims_reflink(int dest_fd, int source_fd);
 /// copy_file_range from `source_fd` at `*source_offset` to `dest_fd` at its position. Returns bytes copied or -1.
 ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd, size_t length);
 
-/// Starts writing `fd`'s dirty pages to disk without waiting (sync_file_range with
-/// SYNC_FILE_RANGE_WRITE): an fsync later finds them written. Durable only after that fsync.
-/// Returns 0 or -1 with errno set.
-int CShims_start_writeback(int fd);
-/// sync_file_range(SYNC_FILE_RANGE_WRITE) of `length` bytes from `offset`: starts their writeback.
-int CShims_start_writeback_range(int fd, long long offset, long long length);
+/// Starts writing `fd`'s dirty pages from `offset` to disk without waiting (sync_file_range with
+/// SYNC_FILE_RANGE_WRITE), `length` bytes of them (0: to the end of the file): an fsync later finds
+/// them written. Durable only after that fsync. Returns 0 or -1 with errno set.
+int CShims_start_writeback(int fd, long long offset, long long length);
 
 /// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ), or -1.
 int CShims_unsent_bytes(int fd);

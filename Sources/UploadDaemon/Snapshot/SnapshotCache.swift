@@ -192,7 +192,8 @@ struct SnapshotCache: Sendable {
     /// fsync now, or start the writeback that a later fsync (`makeDurable`) waits for.
     private static func sync(_ fd: Int32, now: Bool) -> Bool {
         if now { return fsync(fd) == 0 }
-        _ = CShims_start_writeback(fd)  // only a head start: where it fails, the fsync does it all
+        // The whole file; only a head start: where it fails, the fsync does it all.
+        _ = CShims_start_writeback(fd, 0, 0)
         return true
     }
 

@@ -54,7 +54,7 @@ extension SnapshotCache {
             // last few MiB, not for all 16 (an add's answer came ~13% sooner, 15 alternated pairs).
             // Only a head start: where it fails, the fsync does it all.
             if end - writtenBack >= Self.writebackStep {
-                _ = CShims_start_writeback_range(pack, writtenBack, end - writtenBack)
+                _ = CShims_start_writeback(pack, writtenBack, end - writtenBack)
                 writtenBack = end
             }
         }

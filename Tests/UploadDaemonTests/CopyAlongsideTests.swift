@@ -113,17 +113,22 @@ struct CopyAlongsideTests {
         await harness.stop()
     }
 
-    /// Removed while it runs: canceled first (the server may hold a part), then forgotten.
+    /// Removed while it runs: forgotten at once, its add undone; the server drops its part later.
     @Test func aJobRemovedBeforeItsCopyIsSavedFailsItsAddAndIsGone() async throws {
         let (fake, harness, _, gate, added) = try await Self.heldAdd()
         defer { gate.open() }
+        // The server is slow to drop the partial upload: the add is undone without waiting for it.
+        fake.holdDiscards(true)
         _ = try await harness.perform(.remove, JobID(1))
         await #expect {
             _ = try await added.value
         } throws: { error in
             (error as? RPCError)?.message.contains("was removed") == true
         }
-        #expect(await eventually { await harness.job(JobID(1)) == nil })
+        #expect(await harness.job(JobID(1)) == nil)
+        #expect(try await Self.journaledIDs(harness).isEmpty, "nothing of the job was journaled")
+        fake.holdDiscards(false)
+        #expect(await eventually { fake.snapshot.discarded == ["big.bin"] }, "the partial upload is dropped")
         #expect(await eventually { Self.cacheFiles(harness).isEmpty })
         await harness.stop()
         let again = try await SchedulerHarness(fake: fake, reusing: harness.directory)

@@ -26,6 +26,8 @@ final class FakeTransfer: Transfer {
         var canceled: [String] = []
         var discarded: [String] = []
         var deleted: [String] = []
+        /// While set, discards of partial uploads wait (as a slow server's DELETE).
+        var discardsHeld = false
         /// What each upload sent (by the source's name): the name on the server and the bytes.
         var sent: [String: (fileName: String, bytes: [UInt8])] = [:]
     }
@@ -38,6 +40,7 @@ final class FakeTransfer: Transfer {
 
     func script(_ name: String, _ steps: [Step]) { record.withLock { $0.scripts[name] = steps } }
     func release(_ name: String) { _ = record.withLock { $0.released.insert(name) } }
+    func holdDiscards(_ held: Bool) { record.withLock { $0.discardsHeld = held } }
     var snapshot: Record { record.withLock { $0 } }
     var started: [String] { snapshot.started }
 
@@ -82,6 +85,7 @@ final class FakeTransfer: Transfer {
     }
 
     func discardPartialUpload(_ job: Job, target: ResolvedTarget) async throws {
+        while record.withLock({ $0.discardsHeld }) { try await Task.sleep(for: .milliseconds(2)) }
         record.withLock { $0.discarded.append((job.spec.source as NSString).lastPathComponent) }
     }
 

@@ -44,8 +44,12 @@ ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd,
 /// them written. Durable only after that fsync. Returns 0 or -1 with errno set.
 int CShims_start_writeback(int fd, long long offset, long long length);
 
-/// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ), or -1.
-int CShims_unsent_bytes(int fd);
+/// The inode number of socket `fd` (unique among open sockets), or 0 if `fd` is not a socket.
+unsigned long long CShims_socket_inode(int fd);
+
+/// Bytes written to TCP socket `fd` that the peer has not acknowledged yet (SIOCOUTQ), or -1; also
+/// -1 when `fd` is no longer the socket of `inode` (`CShims_socket_inode`: closed, its number reused).
+int CShims_unsent_bytes(int fd, unsigned long long inode);
 
 /// O_PATH, which glibc hides from Swift unless _GNU_SOURCE is set: an fd that names a file or
 /// directory for the *at() calls without opening it for reading.

@@ -38,8 +38,9 @@ final class CurlRequest {
     /// The send rate limit set on the handle now (its own, or its share of the global limit).
     private var appliedSendRate: Int64?
     private(set) var answerTimedOut = false
-    /// The socket of a connection opened for this request (see `curlSocketOpened`).
-    fileprivate var connectionSocket: Int32 = -1
+    /// The socket of a connection opened for this request, and its inode number, which tells it
+    /// from a later file under the same number once libcurl closed it (see `curlSocketOpened`).
+    fileprivate var connectionSocket: (fd: Int32, inode: UInt64)?
     /// Where the bytes of this request that reached the wire are counted (`bytes_sent`), and how
     /// many of them were counted so far.
     private let meter: ProgressMeter?
@@ -163,7 +164,7 @@ final class CurlRequest {
         // libcurl's CURLINFO_ACTIVESOCKET is -1 in the middle of a multi transfer, so the socket
         // comes from the sockopt callback (a reused connection has none: then what libcurl
         // handed over is all we know).
-        let unsent = connectionSocket >= 0 ? Int64(max(CShims_unsent_bytes(connectionSocket), 0)) : 0
+        let unsent = connectionSocket.map { Int64(max(CShims_unsent_bytes($0.fd, $0.inode), 0)) } ?? 0
         let movedBytes = handedOver - unsent
         countOnWire(max(uploaded - unsent, 0))
         let seconds = MonotonicClock.seconds()
@@ -459,7 +460,9 @@ private let curlProgress:
 private let curlSocketOpened: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = {
     userdata, socket, purpose in
     if let userdata, purpose == CURLSOCKTYPE_IPCXN {
-        Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().connectionSocket = socket
+        Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().connectionSocket = (
+            socket, UInt64(CShims_socket_inode(socket))
+        )
     }
     return 0  // CURL_SOCKOPT_OK
 }

@@ -461,7 +461,7 @@ private let curlSocketOpened: @convention(c) (UnsafeMutableRawPointer?, curl_soc
     userdata, socket, purpose in
     if let userdata, purpose == CURLSOCKTYPE_IPCXN {
         Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().connectionSocket = (
-            socket, UInt64(CShims_socket_inode(socket))
+            socket, CShims_socket_inode(socket)
         )
     }
     return 0  // CURL_SOCKOPT_OK

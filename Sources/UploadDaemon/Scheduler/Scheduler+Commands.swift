@@ -568,15 +568,14 @@ extension Scheduler {
         if effects.contains(.stopTransfer) { running[job.id]?.task.cancel() }
         // (The cached file is deleted by the caller once this change is durable.)
         let holdsServerUpload = job.checkpoint != nil || running[job.id] != nil
-        if effects.contains(.forget), growingCopy(of: job.id) != nil {
-            // Never journaled (its copy is not saved): its add is undone now, as the `.removed`
-            // record is held back, and what the server holds is dropped in the background, with no
-            // record to retry it after a crash (as for any add a crash forgets).
-            if effects.contains(.discardServerUpload) && holdsServerUpload {
-                discardPartialUpload(of: job, thenForget: false)
-            }
+        let discardsServerUpload = effects.contains(.discardServerUpload) && holdsServerUpload
+        if effects.contains(.forget), unsaved[job.id] != nil {
+            // Never journaled (its copy is not saved): its add is undone now, as `journalable` holds
+            // the `.removed` record back, and what the server holds is dropped in the background,
+            // with no record to retry it after a crash (as for any add a crash forgets).
+            if discardsServerUpload { discardPartialUpload(of: job, thenForget: false) }
             return forgetInMemory(job)
-        } else if effects.contains(.discardServerUpload) && holdsServerUpload {
+        } else if discardsServerUpload {
             // The server holds a partial upload: the job stays (canceled, with its checkpoint) in the
             // journal until the server has dropped it, so a crash in between retries the discard.
             let forget = effects.contains(.forget)

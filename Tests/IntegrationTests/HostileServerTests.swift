@@ -44,6 +44,57 @@ final class HostileServerTests {
         #expect(try daemon.job(ids[0]).state == .failed)
     }
 
+    /// A PATCH answered with an Upload-Offset past the bytes it carried: the server claims bytes it
+    /// never got, and the job completed with the file cut short on the server. It now fails.
+    @Test func aTusOffsetPastTheChunkSentFailsTheAttempt() throws {
+        let server = try HostileServer(
+            mode: "tus-bad-offset", options: ["--offset=length", "--offset-on=patch"])
+        let daemon = try DaemonProcess(
+            name: "hostile-ahead", config: "[daemon]\nretry_attempts = 1\nretry_for = 0\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let ids = try daemon.add(
+            [try file("ahead.bin")], to: "\(server.url)/files/", ["--protocol", "tus", "--chunk-size", "16K"])
+        let job = try daemon.waitFor(ids[0], timeout: 60)
+        #expect(job.state == .failed)
+        #expect(job.error?.message.contains("Upload-Offset") == true, "\(String(describing: job.error))")
+        let patches = try server.requests(on: .main).filter { $0.method == "PATCH" }
+        #expect(patches.count == 1, "\(patches)")
+    }
+
+    /// A server whose PATCH answers 409 however its HEAD answers kept the job in a loop of HEAD
+    /// and PATCH for ever, holding its slot. The attempt now ends after a few rounds.
+    @Test func aTusServerThatAlwaysConflictsEndsTheAttempt() throws {
+        let server = try HostileServer(
+            mode: "tus-bad-offset", options: ["--patch-conflict", "--offset=0", "--offset-on=post"])
+        let daemon = try DaemonProcess(
+            name: "hostile-conflict", config: "[daemon]\nretry_attempts = 1\nretry_for = 0\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let ids = try daemon.add([try file("conflict.bin")], to: "\(server.url)/files/", ["--protocol", "tus"])
+        let job = try daemon.waitFor(ids[0], timeout: 60)
+        #expect(job.state == .failed)
+        #expect(job.error?.message.contains("409") == true, "\(String(describing: job.error))")
+        let patches = try server.requests(on: .main).filter { $0.method == "PATCH" }
+        // Three 409s are taken as the server's word (HEAD, then PATCH again); the fourth ends it.
+        #expect(patches.count == 4, "\(patches.count) PATCHes")
+    }
+
+    /// A relative Location resolves against the destination, user and password included: the
+    /// job's result (shown, logged, given to hooks) carried the password.
+    @Test func aTusResultURLDoesNotCarryThePassword() throws {
+        let server = try HostileServer(mode: "tus-foreign-location", options: ["--location", "/files/{id}"])
+        let daemon = try DaemonProcess(name: "hostile-userinfo")
+        try daemon.start()
+        defer { daemon.stop() }
+        let destination = server.url.replacingOccurrences(of: "://", with: "://me:s3cret@") + "/files/"
+        let ids = try daemon.add([try file("userinfo.bin")], to: destination, ["--protocol", "tus"])
+        let job = try daemon.waitFor(ids[0], timeout: 60)
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        let url = job.result?.url ?? ""
+        #expect(url.hasSuffix("/files/xyz") && !url.contains("s3cret"), "\(url)")
+    }
+
     // MARK: Finding 2: credentials and data to other origins
 
     static let secretHeader = "X-Api-Key: k-secret-123"

@@ -37,6 +37,8 @@ Modes (`--mode`). Unless a mode says otherwise, the other port answers any reque
                                          upload's Upload-Length (plus N). Default: length+1.
                        --offset-on LIST  which answers carry it, out of post,head,patch
                                          (default head,patch); the others carry the true offset.
+                       --patch-conflict  every PATCH answers 409 (offset mismatch) and keeps
+                                         nothing, while HEAD gives the true offset.
   tus-foreign-location
                      a working tus server on both ports (uploads shared between them), whose POST
                      answers 201 with Location http://127.0.0.1:OTHER/files/ID (ID: xyz, xyz-2, ...),
@@ -329,6 +331,9 @@ class Handler(BaseHTTPRequestHandler):
                 headers.append(("Upload-Length", str(upload["length"])))
             self.answer(200, headers)
         elif self.command == "PATCH":
+            if hostile and args.patch_conflict:
+                self.answer(409, [resumable, ("Content-Type", "text/plain")], "offset mismatch\n")
+                return
             claimed = self.headers.get("Upload-Offset", "").strip()
             if not hostile and claimed != str(upload["offset"]):
                 self.answer(409, [resumable, ("Content-Type", "text/plain")],
@@ -479,6 +484,7 @@ def main():
     parser.add_argument("--offset", default="length+1", help="tus-bad-offset: the Upload-Offset sent, verbatim")
     parser.add_argument("--offset-on", default="head,patch",
                         help="tus-bad-offset: which answers lie, out of post,head,patch")
+    parser.add_argument("--patch-conflict", action="store_true", help="tus-bad-offset: every PATCH answers 409")
     parser.add_argument("--location", default="http://127.0.0.1:{other}/files/{id}",
                         help="tus-foreign-location: the Location template")
     parser.add_argument("--url", default="http://127.0.0.1:{other}/admin/delete-everything",

@@ -15,6 +15,9 @@ struct TusTransfer: Transfer {
     /// memory stay comfortable. `--chunk-size` changes it.
     static let defaultChunkSize: Int64 = 8 << 20
     static let resumable = KeyValue(name: "Tus-Resumable", value: "1.0.0")
+    /// 409s in a row (each followed by HEAD, and the PATCH sent again from its offset) before the
+    /// attempt fails: a server whose HEAD and PATCH never agree would otherwise hold the job forever.
+    static let conflictsInARow = 3
 
     func upload(_ context: TransferContext) async throws -> JobResult {
         let target = context.target
@@ -45,6 +48,7 @@ struct TusTransfer: Transfer {
         let url = upload.url
         var expires = upload.expires
         var checksumRetries = 0
+        var conflicts = 0
         while offset < total {
             let length = min(chunkSize, total - offset)
             var headers = [Self.resumable, KeyValue(name: "Upload-Offset", value: String(offset))]
@@ -57,17 +61,30 @@ struct TusTransfer: Transfer {
                 target.request("PATCH", url: url, headers: headers, body: body), meter: context.meter)
             switch response.status {
             case 200..<300:
-                guard let next = Self.offset(in: response, total: total), next > offset else {
+                // The new offset counts what the server kept of this chunk: more than it was sent
+                // would mark bytes it never got as uploaded (and a file cut short as complete).
+                guard let next = Self.offset(in: response, total: total), next > offset, next <= offset + length
+                else {
                     throw TransferFailure.protocolViolation(
-                        "PATCH answered without a valid Upload-Offset (\(Self.shown(response.header("upload-offset"))), after byte \(offset) of \(total))"
+                        "PATCH of bytes \(offset) to \(offset + length) answered an impossible Upload-Offset (\(Self.shown(response.header("upload-offset")))) for a file of \(total) bytes"
                     )
                 }
                 offset = next
                 expires = response.header("upload-expires") ?? expires
                 checksumRetries = 0
+                conflicts = 0
                 try await context.commit(offset, Checkpoint(TusCheckpoint(uploadURL: url, expires: expires)), false)
+            case 409 where conflicts >= Self.conflictsInARow:
+                // Retryable: a server in the middle of a failover may agree with itself later.
+                throw TransferFailure(
+                    JobError(
+                        code: "protocol",
+                        message:
+                            "PATCH \(Redaction.redactURL(url)) answered 409 (offset mismatch) \(conflicts + 1) times in a row, each time after HEAD said where to go on from"
+                    ), retryable: true)
             case 409:
                 // Offset mismatch: the server has a different idea of where we are. Ask it.
+                conflicts += 1
                 guard let serverOffset = try await serverOffset(of: url, target: target, total: total) else {
                     throw TransferFailure.network("the tus upload vanished during PATCH (409, then HEAD found nothing)")
                 }
@@ -90,7 +107,9 @@ struct TusTransfer: Transfer {
             }
         }
         try context.source.verifyUnchanged()
-        return JobResult(url: url, status: 204)
+        // A Location relative to a destination that names its user and password resolves with
+        // them: the result is shown, logged and handed to hooks (the checkpoint keeps the URL).
+        return JobResult(url: Redaction.redactURL(url), status: 204)
     }
 
     func discardPartialUpload(_ job: Job, target: ResolvedTarget) async throws {

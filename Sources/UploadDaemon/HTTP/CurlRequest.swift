@@ -68,8 +68,9 @@ final class CurlRequest {
         }
     }
 
-    /// Whether it uploads a body (a share of the global bandwidth limit goes to those only).
-    var sendsBody: Bool { request.body.length > 0 }
+    /// Whether it uploads a body (a share of the global bandwidth limit goes to those only; a
+    /// multipart body's length is -1 until libcurl works it out, and it counts).
+    var sendsBody: Bool { request.body.sizeHint > 0 }
 
     /// Sets the handle's send limit, between calls to curl_multi_perform on the HTTP thread:
     /// libcurl reads it at each check, so a running upload slows down or speeds up within a
@@ -168,8 +169,12 @@ final class CurlRequest {
         let movedBytes = handedOver - unsent
         countOnWire(max(uploaded - unsent, 0))
         let seconds = MonotonicClock.seconds()
-        let bodyLength = request.body.length >= 0 ? request.body.length : uploadTotal
-        if requestSentAt == nil && (bodyLength <= 0 || uploaded >= bodyLength) { requestSentAt = seconds }
+        // A multipart body's length is libcurl's to work out: until it has (an upload total of 0,
+        // as before the connection is made), nothing is sent yet, and the answer's deadline waits.
+        let sent =
+            request.body.length >= 0
+            ? uploaded >= request.body.length : uploadTotal > 0 && uploaded >= uploadTotal
+        if requestSentAt == nil && sent { requestSentAt = seconds }
         if let sentAt = requestSentAt, seconds - sentAt >= Double(request.responseTimeout) {
             answerTimedOut = true
             return true
@@ -258,7 +263,7 @@ final class CurlRequest {
             handle, CURLOPT_HTTP_VERSION, request.http2 ? CCurl_HTTP_VERSION_2TLS : CCurl_HTTP_VERSION_1_1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
         uploadBufferSize = Self.uploadBufferSize(
-            rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.length)
+            rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.sizeHint)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, uploadBufferSize)
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, Self.userAgent)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)

@@ -59,6 +59,19 @@ enum HTTPBody: Sendable {
         case .multipart: return -1
         }
     }
+
+    /// About how many bytes the body sends: its length, or for a multipart body (whose exact length
+    /// is libcurl's to work out) its parts plus room for their framing. 0: no body.
+    var sizeHint: Int64 {
+        guard case .multipart(let parts) = self else { return length }
+        return parts.reduce(Int64(1024)) { total, part in
+            switch part {
+            case .field(let name, let value): total + Int64(name.utf8.count + value.utf8.count + 128)
+            case .file(let name, let fileName, _, let region):
+                total + region.length + Int64(name.utf8.count + fileName.utf8.count + 256)
+            }
+        }
+    }
 }
 
 /// A byte range of an open source file.

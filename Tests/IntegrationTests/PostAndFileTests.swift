@@ -58,4 +58,30 @@ final class PostAndFileTests {
         }
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
     }
+
+    /// A destination without a trailing slash that names a folder puts the file in it (the upload
+    /// looks, not the scheduler); `delete` removes the file where the upload put it, even after
+    /// the remote was moved to another folder (it resolved the destination again, and unlinked a
+    /// file of the same name there that uploadd never wrote).
+    @Test func deleteRemovesTheFileWhereTheUploadPutIt() throws {
+        let first = try TestPaths.scratch("file-first")
+        let second = try TestPaths.scratch("file-second")
+        let daemon = try DaemonProcess(name: "file-moved", config: "[remote box]\nurl = file://\(first.path)\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let path = files.appendingPathComponent("moved.bin").path
+        try makeRandomFile(at: path, size: 1000)
+        let id = try daemon.add([path], to: "box:")[0]
+        let job = try daemon.waitFor(id)
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        #expect(job.result?.url == "file://\(first.path)/moved.bin")
+        try "[remote box]\nurl = file://\(second.path)\n".write(
+            toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        #expect(try daemon.ctl(["reload"]).status == 0)
+        try "not uploadd's".write(toFile: second.path + "/moved.bin", atomically: true, encoding: .utf8)
+        let delete = try daemon.ctl(["delete", "\(id)"])
+        #expect(delete.status == 0, "\(delete)")
+        #expect(!FileManager.default.fileExists(atPath: first.path + "/moved.bin"), "the uploaded file is still there")
+        #expect(FileManager.default.fileExists(atPath: second.path + "/moved.bin"), "another file was deleted")
+    }
 }

@@ -163,10 +163,26 @@ struct TargetResolverTests {
         let slash = try resolve(Self.job("file://\(directory.path)/out/"))
         #expect(slash.uploadProtocol == .file)
         #expect(slash.url == "file://\(directory.path)/out/a.bin")
+        #expect(!slash.fileURLMayNameFolder)
+        // Without a slash, the upload finds out whether the path is a folder (FileTransfer.fileURL).
         let existingDirectory = try resolve(Self.job("file://\(directory.path)"))
-        #expect(existingDirectory.url == "file://\(directory.path)/a.bin")
+        #expect(existingDirectory.url == "file://\(directory.path)" && existingDirectory.fileURLMayNameFolder)
+        #expect(try FileTransfer.fileURL(of: existingDirectory) == "file://\(directory.path)/a.bin")
         let name = try resolve(Self.job("file://\(directory.path)/renamed.bin"))
-        #expect(name.url == "file://\(directory.path)/renamed.bin")
+        #expect(try FileTransfer.fileURL(of: name) == "file://\(directory.path)/renamed.bin")
+    }
+
+    /// The scheduler resolves every attempt's target: a `stat` there of a folder on a hung mount
+    /// (NFS, sshfs) stopped every job and command until the watchdog killed the daemon. Resolving
+    /// must not look at the file system: a folder it cannot even search resolves the same.
+    @Test func aFileDestinationIsResolvedWithoutLookingAtTheFileSystem() throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.path + "/folder"
+        #expect(mkdir(folder, 0o700) == 0)
+        let asFolder = try resolve(Self.job("file://\(folder)"))
+        let missing = try resolve(Self.job("file://\(directory.path)/missing"))
+        #expect(asFolder.url == "file://\(folder)")
+        #expect(asFolder.fileURLMayNameFolder == missing.fileURLMayNameFolder)
     }
 
     @Test func s3ResolvesToTheObjectURL() throws {

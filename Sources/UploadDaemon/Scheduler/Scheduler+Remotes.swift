@@ -36,7 +36,9 @@ extension Scheduler {
             return RemoteTestResult(name: name, ok: false, message: error.error.message)
         }
         if target.url.hasPrefix("file://") {
-            return Self.testFolder(name: name, url: target.url)
+            // Off the scheduler: a hung mount must not stop every job.
+            return (try? await Blocking.run { Self.testFolder(name: name, target: target) })
+                ?? RemoteTestResult(name: name, ok: false, message: "could not look at the folder")
         }
         let request: HTTPRequest
         if let s3 = target.s3 {
@@ -100,7 +102,8 @@ extension Scheduler {
     }
 
     /// A `file://` remote: its folder exists (or can be made) and is writable.
-    static func testFolder(name: String, url: String) -> RemoteTestResult {
+    static func testFolder(name: String, target: ResolvedTarget) -> RemoteTestResult {
+        let url = (try? FileTransfer.fileURL(of: target)) ?? target.url
         let path = URL(string: url)?.deletingLastPathComponent().path ?? url
         var existing = path
         while !FileManager.default.fileExists(atPath: existing), existing != "/" {

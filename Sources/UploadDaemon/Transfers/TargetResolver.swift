@@ -76,15 +76,15 @@ struct TargetResolver: Sendable {
             // URL itself: the name travels in the multipart part.
             if !needsProbe { target.settle(uploadProtocol) }
         case .file(let path):
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             // Built with URL(fileURLWithPath:) so that `%`, `?` and `#` in names are encoded and
-            // read back as the same bytes.
-            if path.hasSuffix("/") || (exists && isDirectory.boolValue) {
+            // read back as the same bytes. Whether a path without a trailing slash is a folder is
+            // the upload's to find out (`fileURLMayNameFolder`): this runs on the scheduler.
+            if path.hasSuffix("/") {
                 target.url =
                     URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(fileName).absoluteString
             } else {
-                target.url = URL(fileURLWithPath: path).absoluteString
+                target.url = URL(fileURLWithPath: path, isDirectory: false).absoluteString
+                target.fileURLMayNameFolder = true
             }
         case .s3, .remote:
             break

@@ -40,6 +40,10 @@ struct ResolvedTarget: Sendable, Equatable {
     var uploadProtocol: UploadProtocol
     /// The full URL for http protocols, `file:///dir/name` for file.
     var url: String
+    /// A `file://` destination without a trailing slash: the upload looks, off the scheduler, whether
+    /// it names a folder (the file then goes in it, as `url` + `fileName`) or the file itself. Never
+    /// asked of the file system where the scheduler runs: a hung mount would stop every job.
+    var fileURLMayNameFolder = false
     var headers: [KeyValue] = []
     var fields: [KeyValue] = []
     var credentials: BasicCredentials?

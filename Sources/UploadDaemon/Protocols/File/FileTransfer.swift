@@ -18,27 +18,41 @@ struct FileTransfer: Transfer {
     static func folderMode(umask: mode_t) -> mode_t { 0o777 & ~umask }
 
     func upload(_ context: TransferContext) async throws -> JobResult {
-        let destination = try Self.path(of: context.target.url)
+        let target = context.target
         let canceled = Atomic<Bool>(false)
         let source = context.source
         let meter = context.meter
         let id = context.job.id
-        let umask = context.target.umask
-        try await withTaskCancellationHandler {
+        let umask = target.umask
+        let url = try await withTaskCancellationHandler {
             try await Blocking.run {
-                try Self.copy(source, to: destination, jobID: id, umask: umask, meter: meter, canceled: canceled)
+                let url = try Self.fileURL(of: target)
+                try Self.copy(
+                    source, to: try Self.path(of: url), jobID: id, umask: umask, meter: meter, canceled: canceled)
+                return url
             }
         } onCancel: {
             canceled.store(true, ordering: .relaxed)
         }
         try Task.checkCancellation()
         try source.verifyUnchanged()
-        return JobResult(url: context.target.url)
+        return JobResult(url: url)
+    }
+
+    /// The file's URL: `target.url`, or in it when that names an existing folder (looked at here,
+    /// on a thread of its own: a hung mount holds up this job only).
+    static func fileURL(of target: ResolvedTarget) throws(TransferFailure) -> String {
+        guard target.fileURLMayNameFolder else { return target.url }
+        var info = stat()
+        guard stat(try path(of: target.url), &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return target.url }
+        guard let url = URL(string: target.url) else { return target.url }
+        return URL(fileURLWithPath: url.path, isDirectory: true).appendingPathComponent(target.fileName).absoluteString
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
-        let path = try Self.path(of: target.url)
         try await Blocking.run {
+            // Where the upload put it: the destination may name another folder since.
+            let path = try Self.path(of: job.result?.url ?? Self.fileURL(of: target))
             let (folder, name) = try Self.split(path)
             let directory: OpenDirectory
             do {

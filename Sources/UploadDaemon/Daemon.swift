@@ -65,7 +65,9 @@ final class Daemon: Sendable {
     let options: DaemonOptions
     let environment: [String: String]
     let notifier: SystemdNotifier
-    let lock: StateLock
+    /// Held for the daemon's life: no other uploadd may use its state or its cache directory.
+    let stateLock: DirectoryLock
+    let cacheLock: DirectoryLock
     let journal: Journal
     let http: HTTPClient
     let scheduler: Scheduler
@@ -81,7 +83,8 @@ final class Daemon: Sendable {
     let conditionsWatcher: SystemConditionsWatcher?
 
     private init(
-        options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier, lock: StateLock,
+        options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier, stateLock: DirectoryLock,
+        cacheLock: DirectoryLock,
         journal: Journal, http: HTTPClient, scheduler: Scheduler, server: ControlServer, socketPath: String,
         ownsSocketFile: Bool, journalDamage: String?, configReport: ConfigReport, crashMarker: CrashMarker,
         networkMonitor: NetworkMonitor?, conditionsWatcher: SystemConditionsWatcher?
@@ -89,7 +92,8 @@ final class Daemon: Sendable {
         self.options = options
         self.environment = environment
         self.notifier = notifier
-        self.lock = lock
+        self.stateLock = stateLock
+        self.cacheLock = cacheLock
         self.journal = journal
         self.http = http
         self.scheduler = scheduler
@@ -112,7 +116,11 @@ final class Daemon: Sendable {
         raiseFileLimit()
         try FileOps.preparePrivateDirectory(options.stateDirectory, what: "the state directory", option: "--state-dir")
         try FileOps.preparePrivateDirectory(options.cacheDirectory, what: "the cache directory", option: "--cache-dir")
-        let lock = try StateLock.acquire(directory: options.stateDirectory)
+        let stateLock = try DirectoryLock.acquire(directory: options.stateDirectory, for: .state)
+        // Before anything reads or sweeps the cache: a daemon with another state directory but
+        // this cache would take the copies of its jobs 1, 2, ... for orphans, or make its own
+        // in their place.
+        let cacheLock = try DirectoryLock.acquire(directory: options.cacheDirectory, for: .cache)
         let crashMarker = CrashMarker(stateDirectory: options.stateDirectory)
         let previousCrash = crashMarker.previousCrash()
         if let previousCrash {
@@ -198,7 +206,8 @@ final class Daemon: Sendable {
             })
         let server = ControlServer(listenFD: listenFD, handler: handler)
         let daemon = Daemon(
-            options: options, environment: environment, notifier: notifier, lock: lock, journal: journal, http: http,
+            options: options, environment: environment, notifier: notifier, stateLock: stateLock, cacheLock: cacheLock,
+            journal: journal, http: http,
             scheduler: scheduler, server: server, socketPath: socketPath, ownsSocketFile: ownsSocketFile,
             journalDamage: replay.damage, configReport: report, crashMarker: crashMarker,
             networkMonitor: networkMonitor,

@@ -103,6 +103,29 @@ final class ErrorTests {
         try expectServing()
     }
 
+    /// Copies are named by job ID and every daemon numbers its jobs from 1: a second daemon on
+    /// the same cache would take the first one's copies for orphans and delete them at its start.
+    @Test func aSecondDaemonOnTheSameCacheDirectoryRefusesToStartAndLeavesTheCopiesAlone() throws {
+        let source = files.appendingPathComponent("kept-\(UUID().uuidString.prefix(6)).txt")
+        try Data("the only copy\n".utf8).write(to: source)
+        // Port 9 refuses the connection: the job retries, and keeps its copy, until the test ends.
+        let added = try daemon.ctl(["add", source.path, "--to", "http://127.0.0.1:9/up/", "--snapshot", "copy"])
+        #expect(added.status == 0, "\(added)")
+        let copies = try FileManager.default.contentsOfDirectory(atPath: daemon.cacheDirectory + "/snapshots")
+        #expect(!copies.isEmpty, "the job has its copy")
+        let ownState = files.appendingPathComponent("second-state-\(UUID().uuidString.prefix(6))").path
+        let second = try Command.run(
+            TestPaths.binaries.appendingPathComponent("uploadd").path,
+            ["--state-dir", ownState, "--cache-dir", daemon.cacheDirectory, "--socket", files.path + "/second.sock"],
+            timeout: 20)
+        #expect(second.status == 1)
+        #expect(
+            second.stderr.contains("uses the cache directory \(daemon.cacheDirectory)")
+                && second.stderr.contains("--cache-dir"), "\(second)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.cacheDirectory + "/snapshots") == copies)
+        try expectServing()
+    }
+
     @Test func malformedRequestsOnTheSocketGetJSONRPCErrors() throws {
         let lines = [
             "not json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"job.nope\"}",

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-import UploadCore
 import UploadWire
 
+@testable import UploadCore
 @testable import UploadDaemon
 
 @Suite("Scheduler: add, clear, delete, restart")
@@ -36,6 +36,60 @@ struct SchedulerCommandTests {
         await harness.scheduler.start()
         #expect(FileManager.default.fileExists(atPath: copy.path), "the copy of a job added before start() is kept")
         await harness.stop()
+    }
+
+    /// After a downgrade, the journal holds jobs of a newer uploadd that this one cannot read:
+    /// they are left alone, and so are the cached files they may own (their copy and prepared
+    /// files by name, and every pack, which none of their holders may delete). A file of no job
+    /// still goes.
+    @Test func theFilesOfJobsANewerUploaddWroteStayAndOrphansStillGo() async throws {
+        let directory = try TemporaryDirectory("uploadd-scheduler")
+        for folder in ["state", "cache", "cache/snapshots", "cache/prepared"] {
+            try FileOps.makeDirectory(directory.path + "/" + folder)
+        }
+        var job = Job(
+            id: JobID(5), spec: JobSpec(source: "/home/user/a.bin", destination: "https://example.com/up/"),
+            createdAt: Date())
+        job.resolvedProtocol = .tus
+        job.snapshot = SourceSnapshot(
+            kind: .copy, path: directory.path + "/cache/snapshots/5", size: 13, device: 1, inode: 2,
+            modificationTimeNanoseconds: 3)
+        // The protocol renamed inside the record's payload (after the 9 bytes of its frame), as a
+        // newer daemon with a protocol this one does not know would have written it.
+        let payload = Array(JournalFormat.encode([.job(job)]).dropFirst(9))
+        let renamed = try #require(Self.replacingOnce(Array("tus".utf8), with: Array("xyz".utf8), in: payload))
+        let foreign = ForeignRecord(type: JournalRecord.jobType, payload: renamed, jobID: job.id)
+        _ = try directory.write(
+            "state/journal", bytes: JournalFormat.header() + JournalFormat.encode([.foreign(foreign), .nextID(6)]))
+        let copy = try directory.write("cache/snapshots/5", "the only one")
+        let prepared = try directory.write("cache/prepared/5-0a1b2c", "prepared")
+        let partial = try directory.write("cache/prepared/5-0a1b2c.0.partial", "half")
+        let pack = try directory.write("cache/snapshots/pack-4", "jobs 4 and 5, perhaps")
+        let orphans = [
+            try directory.write("cache/snapshots/77", "left by a crash"),
+            try directory.write("cache/prepared/77-0a1b2c", "left by a crash"),
+        ]
+
+        let harness = try await SchedulerHarness(
+            config: SchedulerHarness.config(), fake: FakeTransfer(defaultStep: .hold), reusing: directory, start: false)
+        #expect(harness.replay.state.foreignJobs[job.id] != nil, "job 5 is one this daemon cannot read")
+        #expect(harness.replay.state.jobs.isEmpty)
+        for kept in [copy, prepared, partial, pack] {
+            #expect(FileManager.default.fileExists(atPath: kept), "\(kept) may be job 5's")
+        }
+        for orphan in orphans {
+            #expect(!FileManager.default.fileExists(atPath: orphan), "\(orphan) is no job's")
+        }
+        #expect(!harness.snapshots.packs.release(pack, by: JobID(6)), "no readable job's end deletes the pack")
+        await harness.stop()
+    }
+
+    static func replacingOnce(_ old: [UInt8], with new: [UInt8], in bytes: [UInt8]) -> [UInt8]? {
+        let starts = (0...(bytes.count - old.count)).filter { Array(bytes[$0..<($0 + old.count)]) == old }
+        guard starts.count == 1 else { return nil }
+        var result = bytes
+        result.replaceSubrange(starts[0]..<(starts[0] + old.count), with: new)
+        return result
     }
 
     /// A kill after a job's completion is on disk but before its copy is deleted: the next start

@@ -159,9 +159,17 @@ actor Scheduler {
         ready = ReadyQueue(survey.ready)
         // Here, before the control socket serves anyone: a copy made for a job added while the
         // daemon starts up must not be taken for an orphan (socket activation queues that add
-        // before the daemon even runs).
-        dependencies.snapshots.removeOrphans(keeping: survey.cachedFiles)
+        // before the daemon even runs). Jobs of a newer uploadd that this one cannot read keep
+        // whatever they might own (`removeOrphans` says what that is).
+        let unreadableJobs = Set(replayed.foreignJobs.keys)
+        let packsOfUnreadableJobs = dependencies.snapshots.removeOrphans(
+            keeping: survey.cachedFiles, unreadableJobs: unreadableJobs)
         for (pack, holders) in survey.packHolders { dependencies.snapshots.packs.hold(pack, for: holders) }
+        // One holder is enough: this daemon never lets go for a job it cannot read (no command
+        // reaches one), so these packs outlive the readable jobs in them.
+        if let holder = unreadableJobs.min() {
+            for pack in packsOfUnreadableJobs { dependencies.snapshots.packs.hold(pack, for: [holder]) }
+        }
     }
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.

@@ -237,18 +237,39 @@ struct SnapshotCache: Sendable {
     }
 
     /// Deletes cached files no job refers to (left by a crash between snapshot and journal, or
-    /// in the middle of a preparation).
+    /// in the middle of a preparation). Returns the packs left for `unreadableJobs`.
     ///
     /// Only what the cache itself makes is touched: regular files of ours named by a job ID (and,
     /// in the snapshot folder, packs `pack-ID`; in the prepared folder, `ID-RUN` and
     /// `ID-RUN.N.partial`). Anything else is left alone and reported.
-    func removeOrphans(keeping paths: Set<String>) {
+    ///
+    /// `unreadableJobs`: jobs the journal holds but this daemon cannot read (written by a newer
+    /// uploadd, `JournalState.foreignJobs`), so their files are not among `paths`. Nothing such a
+    /// job might own is deleted: a job's copy is `snapshots/ID` and its prepared files are
+    /// `prepared/ID-...`, so those of their IDs are kept by name; which pack a job points into is
+    /// only in its record, so while any of them is in the journal no pack is deleted (and the
+    /// caller keeps the packs returned from being deleted when their readable jobs are done). A
+    /// file named by no job of the journal is still swept. Kept too much costs disk space until
+    /// the newer uploadd runs again; deleted too much loses what may be the only copy of a file.
+    @discardableResult
+    func removeOrphans(keeping paths: Set<String>, unreadableJobs: Set<JobID> = []) -> [String] {
+        var packsOfUnreadableJobs: [String] = []
         for (folderPath, isPrepared) in [(directory, false), (preparedDirectory, true)] {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { continue }
             let folder = open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard folder >= 0 else { continue }
             defer { close(folder) }
-            for name in names where !paths.contains(folderPath + "/" + name) {
+            for name in names {
+                if !unreadableJobs.isEmpty {
+                    // Every pack, those readable jobs hold too: an unreadable job may be in any.
+                    if !isPrepared && Self.isPackName(name) {
+                        packsOfUnreadableJobs.append(folderPath + "/" + name)
+                        continue
+                    }
+                    let owner = isPrepared ? Self.owner(ofPreparedName: name) : JobID(name)
+                    if let owner, unreadableJobs.contains(owner) { continue }
+                }
+                if paths.contains(folderPath + "/" + name) { continue }
                 var info = stat()
                 guard
                     JobID(name) != nil || (isPrepared ? Self.isPreparedName(name) : Self.isPackName(name)),
@@ -262,12 +283,18 @@ struct SnapshotCache: Sendable {
                 Log.debug("removed orphaned \(isPrepared ? "prepared file" : "snapshot") \(name)")
             }
         }
+        return packsOfUnreadableJobs
     }
 
     /// `7-RUN` (job 7's prepared file) or `7-RUN.0.partial` (what its step 0 was writing).
     private static func isPreparedName(_ name: String) -> Bool {
+        owner(ofPreparedName: name) != nil
+    }
+
+    /// The job a prepared file's name says it is for: 7 for `7-RUN` and `7-RUN.0.partial`.
+    private static func owner(ofPreparedName name: String) -> JobID? {
         let parts = name.split(separator: "-", maxSplits: 1)
-        return parts.count == 2 && JobID(String(parts[0])) != nil
+        return parts.count == 2 ? JobID(String(parts[0])) : nil
     }
 
     /// FileCopy in a loop (copy_file_range where the kernel can). The caller syncs the copy before

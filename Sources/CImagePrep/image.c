@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <vips/vips.h>
 
@@ -149,6 +150,14 @@ static void strip_location(VipsImage *image) {
     }
 }
 
+/* Whether the file system under `fd` has no room left (under 64 KiB for us): a streamed save that
+   failed there most likely failed writing, whatever libvips's words for it. */
+static int output_is_full(int fd) {
+    struct statvfs info;
+    if (fstatvfs(fd, &info) != 0) return 0;
+    return (unsigned long long)info.f_bavail * info.f_frsize < 64 * 1024;
+}
+
 static int write_all(int fd, const void *bytes, size_t length) {
     const char *at = bytes;
     while (length > 0) {
@@ -268,7 +277,12 @@ int uploadd_image_prepare(int in_fd, int out_fd, const UploaddImageOptions *opti
         result->height = vips_image_get_height(image);
         result->quality = quality;
         g_object_unref(image);
-        /* Decoding happens as the encoder pulls: a damaged file fails here, with the decoder's words. */
+        /* Decoding happens as the encoder pulls: a damaged file fails here, with the decoder's words.
+           So does a full disk under the output, which is the machine's problem, not the image's. */
+        if (rc && output_is_full(out_fd)) {
+            snprintf(error, error_size, "cannot write the prepared image: %s", strerror(ENOSPC));
+            return -2;
+        }
         if (rc) return fail(error, error_size, "cannot convert the image");
         off_t end = lseek(out_fd, 0, SEEK_CUR);
         result->size = end > 0 ? (long long)end : 0;
@@ -332,7 +346,7 @@ int uploadd_image_prepare(int in_fd, int out_fd, const UploaddImageOptions *opti
     vips_area_unref(VIPS_AREA(blob));
     if (rc) {
         snprintf(error, error_size, "cannot write the prepared image: %s", strerror(errno));
-        return -1;
+        return -2;
     }
     result->size = (long long)length;
     snprintf(result->format, sizeof result->format, "%s", kind.format);

@@ -5,8 +5,8 @@
 //
 // stdin is the image, stdout gets the prepared image. On success the last line on stderr is a
 // JSON object: {"image": false} when stdin is not an image this build reads (nothing written), else
-// its sizes and format. On failure stderr says why and the exit status is 2 (the image) or 64 (the
-// arguments). Before it reads a byte it gives up the network and the right to run programs
+// its sizes and format. On failure stderr says why and the exit status is 2 (the image), 3 (its
+// output could not be written: a full disk) or 64 (the arguments). Before it reads a byte it gives up the network and the right to run programs
 // (seccomp), and uploadd started it under memory and CPU limits: what a hostile image can do
 // ends with this process.
 import CImagePrep
@@ -88,8 +88,10 @@ if uploadd_image_start(CommandLine.arguments[0], 1, options.allow_untrusted, &me
     fail(messageText, status: 70)
 }
 var result = UploaddImageResult()
-if uploadd_image_prepare(0, 1, &options, &result, &message, message.count) != 0 {
-    fail(messageText, status: 2)
+switch uploadd_image_prepare(0, 1, &options, &result, &message, message.count) {
+case 0: break
+case -2: fail(messageText, status: 3)
+default: fail(messageText, status: 2)
 }
 
 if result.is_image == 0 {

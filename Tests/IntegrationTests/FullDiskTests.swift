@@ -342,4 +342,24 @@ final class FullDiskTests {
             "auto uploaded from the original: \(String(describing: job.snapshot))")
         try expectStored(path, at: "\(servers.nginxRoot)/dav/\(folder)/\((path as NSString).lastPathComponent)")
     }
+
+    /// A prepared image that does not fit in the cache is a full disk, not a bad image: with
+    /// `on-error=original` the original went out in its place, unshrunk and with its GPS position.
+    /// Now the job waits for room (retried; here with one attempt, it fails saying why).
+    @Test func aFullCacheWhilePreparingAnImageNeverSendsTheOriginalInstead() throws {
+        let (daemon, cache) = try daemon(
+            "full-prepare", config: "[daemon]\nretry_attempts = 1\nretry_for = 0\n", tmpfs: "2m", on: \.cacheDirectory)
+        try cache.fill()
+        let photo = files.appendingPathComponent("full-prepare.jpg").path
+        try TestImages.phonePhoto(at: photo, width: 1600, height: 1200)
+        let out = try TestPaths.scratch("full-prepare-out")
+        let id = try daemon.add(
+            [photo], to: "file://\(out.path)/",
+            ["--snapshot", "none", "--image", "max=1000,strip-gps,on-error=original"]
+        )[0]
+        let job = try daemon.waitFor(id, timeout: 60)
+        #expect(job.state == .failed, "\(String(describing: job.error))")
+        #expect(job.error?.code == "no_space", "\(String(describing: job.error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "something was sent")
+    }
 }

@@ -35,8 +35,9 @@ typedef struct {
 int uploadd_image_start(const char *argv0, int threads, int allow_untrusted, char *error, size_t error_size);
 
 /// Reads the image on `in_fd`, writes the prepared image to `out_fd`. Returns 0 (see
-/// `result->is_image`), or -1 with a message in `error` (a corrupt or refused image; when the
-/// size goal cannot be met).
+/// `result->is_image`), -1 with a message in `error` (a corrupt or refused image; when the
+/// size goal cannot be met), or -2 when the prepared image could not be written (a full disk:
+/// a problem of the machine's, not of the image).
 int uploadd_image_prepare(int in_fd, int out_fd, const UploaddImageOptions *options, UploaddImageResult *result,
                           char *error, size_t error_size);
 

@@ -52,7 +52,13 @@ struct Preparer: Sendable {
                 outcome = try await step.prepare(
                     PreparationInput(fd: current.fd, size: current.size, fileName: name), into: output,
                     options: request.options)
-                if !outcome.unchanged { try syscall("fsync", path: path) { fsync(output) } }
+                if !outcome.unchanged, fsync(output) != 0 {
+                    // The disk's problem, not the file's: retried, never taken for a bad image.
+                    let error = SystemError("fsync", path: path)
+                    throw TransferFailure(
+                        JobError(code: error.isNoSpace ? "no_space" : "io", message: "preparation: \(error)"),
+                        retryable: true)
+                }
             } catch let failure as PreparationFailure {
                 throw TransferFailure.source("\(request.step) preparation of \(job.spec.source): \(failure)")
             } catch let failure as HelperProcess.Failure {

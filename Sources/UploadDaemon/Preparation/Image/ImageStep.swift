@@ -66,6 +66,15 @@ struct ImageStep: PreparationStep {
             report = decoded
         } catch let failure as HelperProcess.Failure {
             let message = Self.message(of: failure)
+            // Its output could not be written (a full cache): not the image's fault, so never the
+            // original instead (`on-error=original` would send it unshrunk, GPS and all), but a
+            // retry once there is room.
+            if case .exited(status: Self.outputNotWritten, _) = failure {
+                let noSpace = message.contains(String(cString: strerror(ENOSPC)))
+                throw TransferFailure(
+                    JobError(code: noSpace ? "no_space" : "io", message: "image preparation: \(message)"),
+                    retryable: true)
+            }
             guard spec.onError == .original else { throw PreparationFailure(message) }
             return PreparationOutcome(details: [KeyValue(name: "image_error", value: message)], unchanged: true)
         }
@@ -106,6 +115,9 @@ struct ImageStep: PreparationStep {
 
     /// The helper's own words ("uploadd-image: cannot decode the image: …") without libvips's
     /// warnings around them; a crash or a limit as HelperProcess says it.
+    /// The helper's exit status when its output could not be written (`uploadd-image/main.swift`).
+    static let outputNotWritten: Int32 = 3
+
     static func message(of failure: HelperProcess.Failure) -> String {
         if case .couldNotStart(let why) = failure {
             return "the image helper could not start (\(why)); it is installed next to uploadd (make install)"

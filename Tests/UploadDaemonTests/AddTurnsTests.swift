@@ -36,7 +36,7 @@ struct AddTurnsTests {
         }
         let many = try (0..<3_000).map { try params("many-\($0)") }
         let one = try params("one")
-        let client = ObjectIdentifier(AddTurnsTests.self)
+        let client = ControlClientID.next()
         let first = Task { await harness.scheduler.add(many, orderedFor: client) }
         while await harness.scheduler.addTurns[client] == nil { await Task.yield() }
         let second = await harness.scheduler.add([one], orderedFor: client)

@@ -18,7 +18,7 @@ struct ControlHandlerTests {
             })
     }
 
-    static let client = ControlHandler.Client(key: ObjectIdentifier(ControlHandlerTests.self), deliver: { _ in })
+    static let client = ControlHandler.Client(id: ControlClientID.next(), deliver: { _ in })
 
     static func answer(_ line: String, _ handler: ControlHandler) async throws -> JSONValue? {
         guard let bytes = await handler.handle(line: Array(line.utf8), client: client) else { return nil }
@@ -87,5 +87,27 @@ struct ControlHandlerTests {
         let refusal = answers[1].objectValue?["error"]?.objectValue
         #expect(refusal?["code"] == .number(Double(RPCError.invalidParamsCode)))
         #expect(await harness.scheduler.list(states: nil, ids: nil).count == 2, "the refused add added nothing")
+    }
+
+    /// An `events.subscribe` read before its connection closed and carried out after: the closed
+    /// client's unsubscribe has already run, so the subscription must not be made, or it would stay
+    /// for as long as the daemon runs.
+    @Test func aSubscribeCarriedOutAfterItsClientClosedLeavesNoSubscriber() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        let subscribe = Array(
+            #"{"jsonrpc":"2.0","id":1,"method":"events.subscribe","params":{"snapshot":true}}"#.utf8)
+        let gone = ControlClientID.next()
+        handler.connectionOpened(gone)
+        handler.connectionClosed(gone)
+        _ = await handler.handle(line: subscribe, client: ControlHandler.Client(id: gone, deliver: { _ in }))
+        #expect(harness.events.subscriberCount == 0)
+
+        let open = ControlClientID.next()
+        handler.connectionOpened(open)
+        _ = await handler.handle(line: subscribe, client: ControlHandler.Client(id: open, deliver: { _ in }))
+        #expect(harness.events.subscriberCount == 1, "a connected client does subscribe")
+        handler.connectionClosed(open)
+        #expect(harness.events.subscriberCount == 0)
     }
 }

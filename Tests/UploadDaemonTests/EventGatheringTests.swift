@@ -46,8 +46,8 @@ import UploadWire
         let ends = Deliveries()
         let one = Deliveries()
         let fields = try #require(JobFields(names: ["id", "state"]))
-        hub.subscribe(ObjectIdentifier(ends), ends.subscriber(states: [.completed, .failed]))
-        hub.subscribe(ObjectIdentifier(one), one.subscriber(ids: [JobID(2)], fields: fields))
+        hub.subscribeNewClient(ends.subscriber(states: [.completed, .failed]))
+        hub.subscribeNewClient(one.subscriber(ids: [JobID(2)], fields: fields))
         let changes: [(UInt64, JobState)] = [(1, .completed), (2, .failed), (3, .running), (4, .completed)]
         let made = Mutex<[UInt64]>([])
         hub.publishStates(changes.map { EventHub.StateChange(id: JobID($0.0), batch: nil, state: $0.1) }) { index in
@@ -67,7 +67,7 @@ import UploadWire
     @Test func aSubscriberThatWantsNoneOfTheChangesGetsNothing() {
         let hub = EventHub()
         let nothing = Deliveries()
-        hub.subscribe(ObjectIdentifier(nothing), nothing.subscriber(states: [.canceled]))
+        hub.subscribeNewClient(nothing.subscriber(states: [.canceled]))
         hub.publishStates([EventHub.StateChange(id: JobID(1), batch: nil, state: .completed)]) { _ in
             Self.info(1, .completed)
         }
@@ -83,7 +83,7 @@ import UploadWire
         let first = try await harness.add("first.bin")
         let second = try await harness.add("second.bin")
         let seen = Deliveries()
-        harness.events.subscribe(ObjectIdentifier(seen), seen.subscriber())
+        harness.events.subscribeNewClient(seen.subscriber())
         func announceBoth(on scheduler: isolated Scheduler) -> Int {
             scheduler.announcingTogether {
                 for id in [second, first, second] { scheduler.announce(scheduler.store.jobs[id]!) }
@@ -110,7 +110,7 @@ import UploadWire
         let harness = try await SchedulerHarness(
             config: SchedulerHarness.config(transfers: 8), fake: FakeTransfer(defaultStep: .hold))
         let seen = Deliveries()
-        harness.events.subscribe(ObjectIdentifier(seen), seen.subscriber(states: [.completed]))
+        harness.events.subscribeNewClient(seen.subscriber(states: [.completed]))
         let names = (0..<8).map { "end-\($0).bin" }
         var ids: [JobID] = []
         for name in names { ids.append(try await harness.add(name)) }

@@ -196,8 +196,7 @@ struct SchedulerCommandTests {
     @Test func stateChangesArePublished() async throws {
         let harness = try await SchedulerHarness()
         let seen = Mutex<[String]>([])
-        harness.events.subscribe(
-            ObjectIdentifier(harness),
+        harness.events.subscribeNewClient(
             EventHub.Subscriber(ids: nil) { line in
                 guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
                     note.method == "job.state", case .string(let state)? = note.params.objectValue?["state"]
@@ -216,8 +215,7 @@ struct SchedulerCommandTests {
         let harness = try await SchedulerHarness()
         let revisions = Mutex<[UInt64]>([])
         let kinds = Mutex<Set<String>>([])
-        harness.events.subscribe(
-            ObjectIdentifier(harness),
+        harness.events.subscribeNewClient(
             EventHub.Subscriber(ids: nil, batch: nil, kinds: [.state]) { line in
                 guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
                     case .number(let revision)? = note.params.objectValue?["revision"]
@@ -244,8 +242,7 @@ struct SchedulerCommandTests {
     @Test func aStatesFilterSendsOnlyTheStatesAsked() async throws {
         let harness = try await SchedulerHarness()
         let seen = Mutex<[String]>([])
-        harness.events.subscribe(
-            ObjectIdentifier(harness),
+        harness.events.subscribeNewClient(
             EventHub.Subscriber(ids: nil, batch: nil, kinds: nil, states: [.completed, .failed]) { line in
                 guard let note = try? JSONDecoder().decode(RPCNotification.self, from: Data(line)),
                     note.method == "job.state", case .string(let state)? = note.params.objectValue?["state"]
@@ -279,9 +276,9 @@ struct SchedulerCommandTests {
         let narrow = try #require(JobFields(names: ["id", "state", "error"]))
         let bytes = try #require(JobFields(names: ["id", "state", "bytes_total"]))
         let owners = [NSObject(), NSObject(), NSObject()]
-        harness.events.subscribe(ObjectIdentifier(owners[0]), subscriber("narrow", narrow))
-        harness.events.subscribe(ObjectIdentifier(owners[1]), subscriber("bytes", bytes))
-        harness.events.subscribe(ObjectIdentifier(owners[2]), subscriber("whole", nil))
+        harness.events.subscribeNewClient(subscriber("narrow", narrow))
+        harness.events.subscribeNewClient(subscriber("bytes", bytes))
+        harness.events.subscribeNewClient(subscriber("whole", nil))
         let id = try await harness.add("f.bin")
         #expect(await harness.wait(id, .completed))
         #expect(await eventually { keys.withLock { $0.count } == 3 })

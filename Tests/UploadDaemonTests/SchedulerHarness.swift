@@ -138,3 +138,12 @@ struct NoHTTP: HTTPSending {
         throw TransferFailure.network("no network in scheduler tests")
     }
 }
+
+extension EventHub {
+    /// Subscribes a client that has just connected, as the control server's clients do.
+    func subscribeNewClient(_ subscriber: Subscriber) {
+        let client = ControlClientID.next()
+        connect(client)
+        subscribe(client, subscriber)
+    }
+}

@@ -4,9 +4,9 @@ import UploadWire
 
 /// Decodes JSON-RPC requests, calls the scheduler, encodes the answers. Knows nothing of sockets.
 struct ControlHandler: Sendable {
-    /// The client a request came from, for subscriptions.
+    /// The client a request came from, for subscriptions and the order of its adds.
     struct Client: Sendable {
-        var key: ObjectIdentifier
+        var id: ControlClientID
         var deliver: @Sendable ([UInt8]) -> Void
     }
 
@@ -85,7 +85,7 @@ struct ControlHandler: Sendable {
         guard !adds.isEmpty else { return [:] }
         var answers: [Int: [UInt8]] = [:]
         answers.reserveCapacity(adds.count)
-        let outcomes = await scheduler.add(adds.map(\.params), orderedFor: client.key)
+        let outcomes = await scheduler.add(adds.map(\.params), orderedFor: client.id)
         for (add, outcome) in zip(adds, outcomes) {
             switch outcome {
             case .success(let job):
@@ -139,8 +139,15 @@ struct ControlHandler: Sendable {
         return adds
     }
 
-    func connectionClosed(_ key: ObjectIdentifier) {
-        events.unsubscribe(key)
+    /// A client connected: it may subscribe until it closes.
+    func connectionOpened(_ id: ControlClientID) {
+        events.connect(id)
+    }
+
+    /// A client closed: its subscription ends, and one of its requests still running cannot make
+    /// another.
+    func connectionClosed(_ id: ControlClientID) {
+        events.disconnect(id)
     }
 
     /// One request's answer as a line without its newline; nil for a notification.
@@ -267,12 +274,14 @@ struct ControlHandler: Sendable {
                     "kinds are job.state, job.progress and job.removed; events.overflow always comes")
             }
             let jobFields = try Self.jobFields(subscribe.jobFields)
-            events.subscribe(
-                client.key,
+            // False when the client closed while this request ran: a subscription must not
+            // outlive its client, and a snapshot would go nowhere.
+            let subscribed = events.subscribe(
+                client.id,
                 EventHub.Subscriber(
                     ids: subscribe.ids.map(Set.init), batch: subscribe.batch, kinds: subscribe.kinds.map(Set.init),
                     states: subscribe.states.map(Set.init), jobFields: jobFields, deliver: client.deliver))
-            guard subscribe.snapshot == true else { return Self.emptyObject }
+            guard subscribed, subscribe.snapshot == true else { return Self.emptyObject }
             // After the subscription: a change in between is both in the snapshot or after it, and
             // in an event; revisions tell which is newer.
             return JobList(jobs: await scheduler.list(states: nil, ids: subscribe.ids, batch: subscribe.batch))

@@ -13,7 +13,7 @@ final class ControlServer: @unchecked Sendable {
     private let listenFD: Int32
     private let handler: ControlHandler
     private var acceptSource: DispatchSourceRead?
-    private var connections: [ObjectIdentifier: ControlConnection] = [:]
+    private var connections: [ControlClientID: ControlConnection] = [:]
     private var acceptPaused = false
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
@@ -69,14 +69,16 @@ final class ControlServer: @unchecked Sendable {
                 continue
             }
             reportedDescriptorShortage = false
+            let id = ControlClientID.next()
+            handler.connectionOpened(id)
             let connection = ControlConnection(
                 fd: fd, queue: queue,
-                onRequest: { [unowned self] connection, line in dispatch(line, from: connection) },
-                onClose: { [unowned self] connection in
-                    connections[ObjectIdentifier(connection)] = nil
-                    handler.connectionClosed(ObjectIdentifier(connection))
+                onRequest: { [unowned self] connection, line in dispatch(line, from: connection, id: id) },
+                onClose: { [unowned self] _ in
+                    connections[id] = nil
+                    handler.connectionClosed(id)
                 })
-            connections[ObjectIdentifier(connection)] = connection
+            connections[id] = connection
         }
     }
 
@@ -98,20 +100,21 @@ final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func dispatch(_ line: [UInt8], from connection: ControlConnection) {
-        let key = ObjectIdentifier(connection)
+    /// Hands a request line to the handler; its answer and its subscription's events come back to
+    /// the connection numbered `id`, and go nowhere once that has closed.
+    private func dispatch(_ line: [UInt8], from connection: ControlConnection, id: ControlClientID) {
         let outbox = connection.outbox
         let queue = queue
         let post: @Sendable (ConnectionOutbox.Item) -> Void = { [weak self] item in
             guard outbox.post(item) else { return }
             queue.async { [weak self] in
                 let items = outbox.take()
-                self?.connections[key]?.receive(items)
+                self?.connections[id]?.receive(items)
             }
         }
         let handler = handler
         Task {
-            let client = ControlHandler.Client(key: key, deliver: { post(.event($0)) })
+            let client = ControlHandler.Client(id: id, deliver: { post(.event($0)) })
             let answer = await handler.handle(line: line, client: client)
             post(.finished(answer: answer))
         }

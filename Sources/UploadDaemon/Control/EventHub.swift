@@ -27,16 +27,42 @@ final class EventHub: Sendable {
         }
     }
 
-    private let subscribers = Mutex<[ObjectIdentifier: Subscriber]>([:])
-
-    var hasSubscribers: Bool { subscribers.withLock { !$0.isEmpty } }
-
-    func subscribe(_ key: ObjectIdentifier, _ subscriber: Subscriber) {
-        subscribers.withLock { $0[key] = subscriber }
+    private struct Clients {
+        /// The clients connected now: only they may subscribe.
+        var connected: Set<ControlClientID> = []
+        var subscribers: [ControlClientID: Subscriber] = [:]
     }
 
-    func unsubscribe(_ key: ObjectIdentifier) {
-        _ = subscribers.withLock { $0.removeValue(forKey: key) }
+    private let clients = Mutex(Clients())
+
+    var hasSubscribers: Bool { clients.withLock { !$0.subscribers.isEmpty } }
+
+    /// How many clients are subscribed.
+    var subscriberCount: Int { clients.withLock { $0.subscribers.count } }
+
+    /// `client` connected: it may subscribe until `disconnect`.
+    func connect(_ client: ControlClientID) {
+        _ = clients.withLock { $0.connected.insert(client) }
+    }
+
+    /// `client` closed: its subscription ends, and a subscribe of its that is still running (the
+    /// request was read before the close) registers nothing.
+    func disconnect(_ client: ControlClientID) {
+        clients.withLock {
+            $0.connected.remove(client)
+            $0.subscribers[client] = nil
+        }
+    }
+
+    /// Subscribes `client`, replacing its subscription. False, and nothing registered, when the
+    /// client is not connected (any more).
+    @discardableResult
+    func subscribe(_ client: ControlClientID, _ subscriber: Subscriber) -> Bool {
+        clients.withLock {
+            guard $0.connected.contains(client) else { return false }
+            $0.subscribers[client] = subscriber
+            return true
+        }
     }
 
     /// Job `id`'s new state; `info` is only made when some subscriber wants it (none, most of
@@ -57,7 +83,7 @@ final class EventHub: Sendable {
     /// uploads that shared a sync cross to a connection's queue in one hop and reach the client in
     /// one write, not one each.
     func publishStates(_ changes: some Collection<StateChange>, info: (Int) -> JobInfo) {
-        let targets = subscribers.withLock { Array($0.values) }
+        let targets = clients.withLock { Array($0.subscribers.values) }
         guard !targets.isEmpty else { return }
         var gathered: [[UInt8]] = []  // made once some line is wanted: most changes interest nobody
         for (position, change) in changes.enumerated() {
@@ -94,7 +120,7 @@ final class EventHub: Sendable {
     /// An event other than `job.state` (whose params `jobFields` narrow: `publishStates`): its params
     /// are encoded only when some subscriber wants it (none, most of the time), once for all of them.
     private func publish(_ event: ControlEvent, id: JobID, batch: JobID?, params: () -> [UInt8]?) {
-        let targets = subscribers.withLock { $0.values.filter { $0.wants(event, id: id, batch: batch) } }
+        let targets = clients.withLock { $0.subscribers.values.filter { $0.wants(event, id: id, batch: batch) } }
         guard !targets.isEmpty else { return }
         let line = Self.line(event, params())
         guard !line.isEmpty else { return }

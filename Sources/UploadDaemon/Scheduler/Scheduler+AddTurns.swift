@@ -43,12 +43,12 @@ struct AddTurns {
 extension Scheduler {
     /// One add's place among its client's.
     struct AddTurn {
-        var client: ObjectIdentifier
+        var client: ControlClientID
         var number: Int
     }
 
     /// The add's turn among `client`'s adds; nil: no client to keep in order (the add goes on).
-    func takeAddTurn(for client: ObjectIdentifier?) -> AddTurn? {
+    func takeAddTurn(for client: ControlClientID?) -> AddTurn? {
         guard let client else { return nil }
         return AddTurn(client: client, number: addTurns[client, default: AddTurns()].take())
     }

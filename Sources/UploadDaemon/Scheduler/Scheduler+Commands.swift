@@ -14,7 +14,7 @@ extension Scheduler {
     /// one durable write, and they queue in that order. Each gets its own answer: one bad file
     /// does not stop the others. Adds of one `client` running at once take their IDs in the order
     /// they came (`AddTurns`); those of different clients do not wait for each other.
-    func add(_ batch: [AddParams], orderedFor client: ObjectIdentifier? = nil) async -> [Result<JobInfo, RPCError>] {
+    func add(_ batch: [AddParams], orderedFor client: ControlClientID? = nil) async -> [Result<JobInfo, RPCError>] {
         let turn = takeAddTurn(for: client)
         var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, spec: JobSpec)] = []

@@ -90,7 +90,7 @@ actor Scheduler {
     var reservedNextID: UInt64
     /// A client's adds that run at once take their IDs in the order they came, per client
     /// (`Scheduler+AddTurns`).
-    var addTurns: [ObjectIdentifier: AddTurns] = [:]
+    var addTurns: [ControlClientID: AddTurns] = [:]
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
     var hookBacklog: [JobID] = []

@@ -49,3 +49,62 @@ struct ConnectionOutboxTests {
         closed.wait()
     }
 }
+
+/// A client that reads almost as fast as it is sent to never drains the buffer: what it has read
+/// must still leave the daemon's memory.
+@Suite("ControlConnection: output buffer")
+struct ControlConnectionBufferTests {
+    @Test func writtenBytesLeaveTheBufferThoughItNeverDrains() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        let queue = DispatchQueue(label: "test.connection.buffer")
+        let closed = DispatchSemaphore(value: 0)
+        let connection = queue.sync {
+            ControlConnection(fd: fds[0], queue: queue, onRequest: { _, _ in }, onClose: { _ in closed.signal() })
+        }
+        // More than the socket holds: the rest waits in the buffer from now on.
+        let backlog = [UInt8](repeating: 0xFF, count: 512 << 10)
+        queue.sync { connection.receive([.event(backlog)]) }
+        let piece = 4096
+        let rounds = 2000
+        var expected: [UInt8] = backlog
+        var expectedHead = 0
+        var largest = 0
+        var buffer = [UInt8](repeating: 0, count: piece)
+        for round in 0..<rounds {
+            let bytes = [UInt8](repeating: UInt8(round % 251), count: piece)
+            expected += bytes
+            // Answers too, whose places in the buffer must follow the bytes that leave it.
+            queue.sync {
+                if round % 7 == 0 { connection.send(bytes) } else { connection.receive([.event(bytes)]) }
+            }
+            var got = 0
+            while got < piece {
+                let count = buffer.withUnsafeMutableBytes { read(fds[1], $0.baseAddress! + got, piece - got) }
+                guard count > 0 else {
+                    Issue.record("read failed: \(count), errno \(errno)")
+                    return
+                }
+                got += count
+            }
+            guard buffer == Array(expected[expectedHead..<(expectedHead + piece)]) else {
+                Issue.record("round \(round): bytes out of order")
+                return
+            }
+            expectedHead += piece
+            if expectedHead > 1 << 20 {
+                expected.removeSubrange(0..<expectedHead)
+                expectedHead = 0
+            }
+            largest = max(largest, queue.sync { connection.outputBufferCount })
+        }
+        // Never more than twice what is unsent (the backlog, 512 KiB) plus a little; without
+        // compaction it held all 8 MiB sent since it was last empty.
+        #expect(largest < 2 << 20, "the buffer grew to \(largest) bytes")
+        #expect(queue.sync { !connection.isClosed })
+        queue.sync { connection.shutDown() }
+        closed.wait()
+    }
+}

@@ -57,6 +57,8 @@ final class ControlConnection {
     private var flushWaitsFor = 0
     private static let flushBatchBytes = 64 << 10
     private(set) var isClosed = false
+    /// The bytes `output` holds, written or not: what the client costs in memory.
+    var outputBufferCount: Int { output.count }
     /// Its events and answers on their way from other threads to `queue`.
     let outbox = ConnectionOutbox()
     private let onRequest: (ControlConnection, [UInt8]) -> Void
@@ -247,6 +249,7 @@ final class ControlConnection {
             if written < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK {
+                    dropWrittenBytes()
                     armWriteSource()
                     return
                 }
@@ -270,6 +273,20 @@ final class ControlConnection {
         }
         closeIfDone()
     }
+
+    /// A subscriber that reads about as fast as its events come never lets `output` drain: the
+    /// bytes it has read are dropped from the front once they are most of the buffer, so that it
+    /// holds at most twice what is unsent (or that plus `compactionBytes`), not everything sent
+    /// since it was last empty. The limits count unsent bytes either way.
+    private func dropWrittenBytes() {
+        guard outputOffset >= Self.compactionBytes, outputOffset >= output.count / 2 else { return }
+        output.removeSubrange(0..<outputOffset)
+        // `answersWritten` left the unread answers at or after `outputOffset`.
+        answers = answers[answersHead...].map { ($0.lowerBound - outputOffset)..<($0.upperBound - outputOffset) }
+        answersHead = 0
+        outputOffset = 0
+    }
+    private static let compactionBytes = 64 << 10
 
     private func armWriteSource() {
         if writeSource == nil {

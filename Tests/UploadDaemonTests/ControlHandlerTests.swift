@@ -110,4 +110,60 @@ struct ControlHandlerTests {
         handler.connectionClosed(open)
         #expect(harness.events.subscriberCount == 0)
     }
+
+    /// The error code of a one-request answer; nil when it succeeded.
+    static func errorCode(_ method: String, _ params: String, _ handler: ControlHandler) async throws -> Double? {
+        let answer = try await Self.answer(
+            #"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#, handler)
+        guard case .number(let code)? = answer?.objectValue?["error"]?.objectValue?["code"] else { return nil }
+        return code
+    }
+
+    /// `job.delete` removes files from servers: `states`, `all`, and IDs with `batch` are refused,
+    /// not ignored (ignored, `{"batch": B, "states": ["failed"]}` deleted the batch's completed
+    /// uploads, and `{"ids": [N], "batch": B}` the whole batch). `batch` alone still deletes it.
+    @Test(arguments: [
+        #"{"batch":B,"states":["failed"]}"#, #"{"ids":[A],"batch":B}"#, #"{"id":A,"batch":B}"#,
+        #"{"id":A,"states":["failed"]}"#, #"{"ids":[A],"states":["completed"]}"#, #"{"all":true}"#,
+        #"{"all":true,"states":["failed"]}"#, #"{"id":A,"all":false}"#,
+    ])
+    func aDeleteRefusesWhatItCannotHonour(params: String) async throws {
+        let harness = try await SchedulerHarness()
+        let handler = Self.handler(harness)
+        var first = AddParams(
+            source: try harness.directory.write("src/a.bin", "a"), destination: "file://\(harness.directory.path)/out/")
+        first.newBatch = true
+        let batch = try await harness.scheduler.add(first).id
+        var second = AddParams(
+            source: try harness.directory.write("src/b.bin", "b"), destination: "file://\(harness.directory.path)/out/")
+        second.batch = batch
+        let other = try await harness.scheduler.add(second).id
+        #expect(await harness.wait(batch, .completed))
+        #expect(await harness.wait(other, .completed))
+
+        let named = params.replacingOccurrences(of: "A", with: "\(other)").replacingOccurrences(
+            of: "B", with: "\(batch)")
+        #expect(try await Self.errorCode("job.delete", named, handler) == Double(RPCError.invalidParamsCode))
+        #expect(harness.fake.snapshot.deleted.isEmpty, "nothing deleted from the server")
+        #expect(await harness.job(batch) != nil)
+        #expect(await harness.job(other) != nil)
+
+        #expect(try await Self.errorCode("job.delete", #"{"batch":\#(batch)}"#, handler) == nil)
+        #expect(harness.fake.snapshot.deleted.sorted() == ["a.bin", "b.bin"])
+        await harness.stop()
+    }
+
+    /// `job.get` names jobs by `id` or `ids`; `all`, `batch` and `states`, which it cannot honour,
+    /// are refused rather than ignored.
+    @Test(arguments: [
+        #"{"id":1,"batch":1}"#, #"{"id":1,"all":true}"#, #"{"id":1,"states":["completed"]}"#,
+        #"{"ids":[1],"batch":1}"#, #"{"batch":1}"#,
+    ])
+    func aGetRefusesSelectionsItCannotHonour(params: String) async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        _ = try await harness.add("g.bin")
+        #expect(try await Self.errorCode("job.get", params, handler) == Double(RPCError.invalidParamsCode))
+        #expect(try await Self.errorCode("job.get", #"{"id":1}"#, handler) == nil)
+    }
 }

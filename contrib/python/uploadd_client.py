@@ -1057,7 +1057,8 @@ class Client:
     def delete(self, ids: int | Sequence[int] | None = None, *, all: bool = False,
                states: Sequence[str] | None = None, batch: int | None = None) -> Any:
         """``job.delete``: deletes uploaded files from the server (or the folder) again, and removes
-        the jobs. See ``pause`` (``ids`` or ``batch``)."""
+        the jobs. See ``pause`` (``ids`` or ``batch``, not both); the daemon refuses ``all`` and
+        ``states`` (``CODE_INVALID_PARAMS``) rather than delete more than asked."""
         return self._act("job.delete", ids, all, states, batch)
 
     def priority(self, id: int, priority: int) -> dict:

@@ -228,6 +228,10 @@ struct ControlHandler: Sendable {
             return try await scheduler.add(add).jsonBytes(only: fields)
         case .get:
             let selection = try JobSelection.decode(from: params)
+            guard selection.all == nil, selection.batch == nil, selection.states == nil else {
+                throw RPCError.invalidParams(
+                    "job.get takes 'id' or 'ids' only; job.list picks jobs by 'batch' or 'states'")
+            }
             guard !selection.namedIDs.isEmpty else {
                 throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}")
             }
@@ -258,6 +262,7 @@ struct ControlHandler: Sendable {
             return try encodeResult(JobList(jobs: try await scheduler.clear()))
         case .delete:
             let selection = try JobSelection.decode(from: params)
+            try Self.checkDeleteSelection(selection)
             if selection.isSingle { return try encodeResult(try await scheduler.delete(selection.namedIDs)[0]) }
             let ids =
                 if let batch = selection.batch {
@@ -290,6 +295,24 @@ struct ControlHandler: Sendable {
     }
 
     private static let emptyObject = Array("{}".utf8)
+
+    /// `job.delete` takes `id`, `ids` or `batch`, one way only. It removes files from servers, so
+    /// what it cannot honour is refused, never ignored: a `states` ignored with `batch` deleted the
+    /// completed uploads of the whole batch.
+    private static func checkDeleteSelection(_ selection: JobSelection) throws(RPCError) {
+        if selection.all != nil {
+            throw RPCError.invalidParams(
+                "job.delete takes 'id', 'ids' or 'batch', not 'all': name the jobs, or their batch")
+        }
+        if selection.states != nil {
+            throw RPCError.invalidParams(
+                "job.delete does not narrow by 'states': find the jobs with job.list {\"batch\": B, \"states\": [...]}, "
+                    + "then delete them with {\"ids\": [...]}")
+        }
+        if selection.batch != nil && !selection.namedIDs.isEmpty {
+            throw RPCError.invalidParams("job.delete takes job IDs or 'batch', not both")
+        }
+    }
 
     /// `job_fields`, `id` and `state` always in them; a name no job has is refused.
     static func jobFields(_ names: [String]?) throws(RPCError) -> JobFields? {

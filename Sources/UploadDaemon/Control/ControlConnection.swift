@@ -259,9 +259,10 @@ final class ControlConnection {
             outputOffset += written
             answersWritten()
         }
-        // A big answer (a list or clear of thousands of jobs) leaves much freed memory behind.
-        if output.count >= Self.outputHighWater { HeapTrimmer.trimSoon() }
-        output.removeAll(keepingCapacity: output.count < 1 << 20)
+        // A big answer (a list or clear of thousands of jobs) leaves much freed memory behind. By
+        // the capacity, not the count: `dropWrittenBytes` may have left few bytes in a big buffer.
+        if output.capacity >= Self.outputHighWater { HeapTrimmer.trimSoon() }
+        output.removeAll(keepingCapacity: output.capacity < 1 << 20)
         outputOffset = 0
         answers.removeAll(keepingCapacity: answers.count < 1024)
         answersHead = 0

@@ -56,6 +56,11 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
         TransferFailure(JobError(code: "io", message: message), retryable: retryable)
     }
 
+    /// A local write that failed: `no_space` when the disk was full, else `io`.
+    public static func io(_ message: String, noSpace: Bool, retryable: Bool) -> TransferFailure {
+        TransferFailure(JobError(code: noSpace ? "no_space" : "io", message: message), retryable: retryable)
+    }
+
     /// The server answered with an error status. `body` is the start of its answer.
     /// `location`: the answer's Location header, named when the server redirects (uploads never
     /// follow a redirect: the file's bytes and the credentials would go where the user did not say).

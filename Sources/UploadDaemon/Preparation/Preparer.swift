@@ -55,9 +55,7 @@ struct Preparer: Sendable {
                 if !outcome.unchanged, fsync(output) != 0 {
                     // The disk's problem, not the file's: retried, never taken for a bad image.
                     let error = SystemError("fsync", path: path)
-                    throw TransferFailure(
-                        JobError(code: error.isNoSpace ? "no_space" : "io", message: "preparation: \(error)"),
-                        retryable: true)
+                    throw TransferFailure.io("preparation: \(error)", noSpace: error.isNoSpace, retryable: true)
                 }
             } catch let failure as PreparationFailure {
                 throw TransferFailure.source("\(request.step) preparation of \(job.spec.source): \(failure)")

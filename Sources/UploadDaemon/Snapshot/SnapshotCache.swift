@@ -38,8 +38,8 @@ struct SnapshotCache: Sendable {
         do {
             return try FileOps.createFresh(path)
         } catch {
-            let code = error.errno == ENOSPC ? "no_space" : "io"
-            throw TransferFailure(JobError(code: code, message: "preparation: \(error)"), retryable: code == "no_space")
+            let noSpace = error.errno == ENOSPC
+            throw .io("preparation: \(error)", noSpace: noSpace, retryable: noSpace)
         }
     }
 

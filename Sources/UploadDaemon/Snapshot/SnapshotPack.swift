@@ -65,9 +65,7 @@ extension SnapshotCache {
             let error = SystemError("fsync", path: path)
             unlink(path)
             guard packed else { return results }
-            let failure = TransferFailure(
-                JobError(code: error.isNoSpace ? "no_space" : "io", message: "snapshot pack: \(error)"),
-                retryable: false)
+            let failure = TransferFailure.io("snapshot pack: \(error)", noSpace: error.isNoSpace, retryable: false)
             return results.map { (try? $0.get())?.isPacked == true ? .failure(failure) : $0 }
         }
         // Its jobs hold it from here: it goes when the last of them lets go.
@@ -111,10 +109,7 @@ extension SnapshotCache {
             let noSpace = failure?.isNoSpace ?? false
             if noSpace && mode == .auto { return .success(original) }
             let why = failure.map { "\($0)" } ?? "\(source) changed size while it was copied; add it again"
-            return .failure(
-                TransferFailure(
-                    JobError(code: noSpace ? "no_space" : "io", message: "snapshot of \(source): \(why)"),
-                    retryable: false))
+            return .failure(.io("snapshot of \(source): \(why)", noSpace: noSpace, retryable: false))
         }
         var snapshot = SourceSnapshot(
             kind: .copy, path: path, size: original.size, device: original.device, inode: original.inode,

@@ -71,9 +71,7 @@ struct ImageStep: PreparationStep {
             // retry once there is room.
             if case .exited(status: Self.outputNotWritten, _) = failure {
                 let noSpace = message.contains(String(cString: strerror(ENOSPC)))
-                throw TransferFailure(
-                    JobError(code: noSpace ? "no_space" : "io", message: "image preparation: \(message)"),
-                    retryable: true)
+                throw TransferFailure.io("image preparation: \(message)", noSpace: noSpace, retryable: true)
             }
             guard spec.onError == .original else { throw PreparationFailure(message) }
             return PreparationOutcome(details: [KeyValue(name: "image_error", value: message)], unchanged: true)

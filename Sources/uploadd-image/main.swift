@@ -6,9 +6,9 @@
 // stdin is the image, stdout gets the prepared image. On success the last line on stderr is a
 // JSON object: {"image": false} when stdin is not an image this build reads (nothing written), else
 // its sizes and format. On failure stderr says why and the exit status is 2 (the image), 3 (its
-// output could not be written: a full disk) or 64 (the arguments). Before it reads a byte it gives up the network and the right to run programs
-// (seccomp), and uploadd started it under memory and CPU limits: what a hostile image can do
-// ends with this process.
+// output could not be written: a full disk) or 64 (the arguments). Before it reads a byte it gives
+// up the network and the right to run programs (seccomp), and uploadd started it under memory and
+// CPU limits: what a hostile image can do ends with this process.
 import CImagePrep
 import Glibc
 

@@ -80,8 +80,7 @@ struct TargetResolver: Sendable {
             // read back as the same bytes. Whether a path without a trailing slash is a folder is
             // the upload's to find out (`fileURLMayNameFolder`): this runs on the scheduler.
             if path.hasSuffix("/") {
-                target.url =
-                    URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(fileName).absoluteString
+                target.url = Self.fileURL(named: fileName, inFolder: path)
             } else {
                 target.url = URL(fileURLWithPath: path, isDirectory: false).absoluteString
                 target.fileURLMayNameFolder = true
@@ -103,6 +102,11 @@ struct TargetResolver: Sendable {
         }
         guard let remote, let user = remote.user else { return nil }
         return BasicCredentials(user: user, password: try SecretReader(environment: environment).password(for: remote))
+    }
+
+    /// The `file://` URL of `name` in the folder at `folder`.
+    static func fileURL(named name: String, inFolder folder: String) -> String {
+        URL(fileURLWithPath: folder, isDirectory: true).appendingPathComponent(name).absoluteString
     }
 
     /// `base` + `path`, with exactly one slash between them.

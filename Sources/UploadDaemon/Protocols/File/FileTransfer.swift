@@ -43,10 +43,10 @@ struct FileTransfer: Transfer {
     /// on a thread of its own: a hung mount holds up this job only).
     static func fileURL(of target: ResolvedTarget) throws(TransferFailure) -> String {
         guard target.fileURLMayNameFolder else { return target.url }
+        let path = try path(of: target.url)
         var info = stat()
-        guard stat(try path(of: target.url), &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return target.url }
-        guard let url = URL(string: target.url) else { return target.url }
-        return URL(fileURLWithPath: url.path, isDirectory: true).appendingPathComponent(target.fileName).absoluteString
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return target.url }
+        return TargetResolver.fileURL(named: target.fileName, inFolder: path)
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {

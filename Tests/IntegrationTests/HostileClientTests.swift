@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import UploadCore
 import UploadWire
@@ -449,6 +450,49 @@ final class HostileClientTests {
             "the daemon ran out of descriptors (its limit: \(String(describing: daemonLimits))): \(exhausted.prefix(3))"
         )
         expectBounded(report)
+    }
+
+    /// Clients that hang up at every moment of a request, many at once: the daemon lives, answers,
+    /// and closes every descriptor. libdispatch's sources watched the clients before, and a
+    /// client's hang-up crashed the daemon inside libdispatch twice in CI ("Source finalized
+    /// twice"); this does not reproduce that on demand, it holds the daemon to the behaviour.
+    @Test func clientsHangingUpAtEveryMomentLeaveNothingBehind() throws {
+        let before = ProcStats.openFiles(daemon.pid)
+        let flood = Array(repeating: request(1, "daemon.hello") + "\n", count: 3_000).joined()
+        let socket = daemon.socket
+        let hello = request(1, "daemon.hello")
+        let subscribe = request(1, "events.subscribe", "{\"snapshot\":true}")
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for round in 0..<150 {
+                do {
+                    let client = try RawClient(socket)
+                    switch (worker + round) % 6 {
+                    case 0: break  // gone before a word
+                    case 1: client.send(Array(hello.utf8.prefix(20)))  // gone mid-line
+                    case 2: client.send(line: hello)  // gone before the answer
+                    case 3:
+                        // More answers than the socket holds, unread: the daemon waits to write.
+                        client.send(Array(flood.utf8))
+                    case 4:
+                        client.send(line: hello)
+                        shutdown(client.fd, Int32(SHUT_WR))
+                        _ = client.drainUntilClosed(timeout: 10)
+                    default:
+                        client.send(line: subscribe)
+                        _ = client.readLine(timeout: 10)
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
+        #expect(kill(daemon.pid, 0) == 0, "the daemon is still running")
+        try expectPromptStatus("after 1,200 clients hung up")
+        #expect(
+            eventually(timeout: 20) { ProcStats.openFiles(daemon.pid) <= before + 2 },
+            "the daemon closed every connection: \(ProcStats.openFiles(daemon.pid)) open, \(before) before")
     }
 
     @Test func silentClientsDoNotStopOthers() throws {

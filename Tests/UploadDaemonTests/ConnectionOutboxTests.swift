@@ -34,9 +34,8 @@ struct ConnectionOutboxTests {
             Array("{\"jsonrpc\":\"2.0\",\"method\":\"job.state\",\"params\":{\"n\":\($0)}}\n".utf8)
         }
         let closed = DispatchSemaphore(value: 0)
-        let connection = queue.sync {
-            ControlConnection(fd: fds[0], queue: queue, onRequest: { _, _ in }, onClose: { _ in closed.signal() })
-        }
+        let (connection, watcher) = ControlConnection.served(fd: fds[0], on: queue) { closed.signal() }
+        defer { watcher.stop() }
         queue.sync { connection.receive(lines.map { .event($0) }) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         let count = buffer.withUnsafeMutableBytes { recv(fds[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -61,9 +60,8 @@ struct ControlConnectionBufferTests {
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
         let queue = DispatchQueue(label: "test.connection.buffer")
         let closed = DispatchSemaphore(value: 0)
-        let connection = queue.sync {
-            ControlConnection(fd: fds[0], queue: queue, onRequest: { _, _ in }, onClose: { _ in closed.signal() })
-        }
+        let (connection, watcher) = ControlConnection.served(fd: fds[0], on: queue) { closed.signal() }
+        defer { watcher.stop() }
         // More than the socket holds: the rest waits in the buffer from now on.
         let backlog = [UInt8](repeating: 0xFF, count: 512 << 10)
         queue.sync { connection.receive([.event(backlog)]) }
@@ -106,5 +104,24 @@ struct ControlConnectionBufferTests {
         #expect(queue.sync { !connection.isClosed })
         queue.sync { connection.shutDown() }
         closed.wait()
+    }
+}
+
+extension ControlConnection {
+    /// A connection on `fd` served on `queue` as the control server serves its clients: a watcher
+    /// of its own says when `fd` is ready.
+    static func served(
+        fd: Int32, on queue: DispatchQueue, onClose: @escaping @Sendable () -> Void
+    ) -> (ControlConnection, ReadinessWatcher) {
+        nonisolated(unsafe) var connection: ControlConnection?
+        let watcher = ReadinessWatcher(name: "test-control") { reports in
+            queue.async { for report in reports { connection?.ready(report) } }
+        }
+        queue.sync {
+            connection = ControlConnection(
+                fd: fd, token: 1, watcher: watcher, onRequest: { _, _ in }, onClose: { _ in onClose() })
+            connection!.start()
+        }
+        return (queue.sync { connection! }, watcher)
     }
 }

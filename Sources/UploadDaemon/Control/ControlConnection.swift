@@ -1,5 +1,4 @@
 import CShims
-import Dispatch
 import Glibc
 import UploadCore
 import UploadWire
@@ -7,7 +6,8 @@ import UploadWire
 /// One client of the control socket: reads request lines, hands them to the handler, writes
 /// answers and notifications back.
 ///
-/// Threading: every method runs on the server's serial queue.
+/// Threading: every method runs on the server's serial queue. The server's `ReadinessWatcher`
+/// says when the descriptor is ready (`ready`), once per time it is armed (`rearm`).
 ///
 /// Back-pressure keeps every client's cost bounded: a client with more than `maxInFlight` requests
 /// or `maxInFlightBytes` of request lines being worked on, or with more than `outputHighWater`
@@ -27,11 +27,14 @@ final class ControlConnection {
                 .utf8) + [UInt8(ascii: "\n")]
 
     let fd: Int32
-    private let queue: DispatchQueue
-    private let closer: DescriptorCloser
-    private let readSource: DispatchSourceRead
-    private var writeSource: DispatchSourceWrite?
-    private var writeSourceActive = false
+    private let token: UInt64
+    private let watcher: ReadinessWatcher
+    /// Whether `fd` is in the watcher's set, and what it is armed for (nil: for nothing, or its
+    /// report has come).
+    private var added = false
+    private var armed: (readable: Bool, writable: Bool)?
+    /// A write would block: the rest of `output` waits until the socket is writable.
+    private var wantsWritable = false
     private var readSuspended = false
     private var framer = LineFramer()
     private var output: [UInt8] = []
@@ -59,24 +62,52 @@ final class ControlConnection {
     private(set) var isClosed = false
     /// The bytes `output` holds, written or not: what the client costs in memory.
     var outputBufferCount: Int { output.count }
-    /// Its events and answers on their way from other threads to `queue`.
+    /// Its events and answers on their way from other threads to the server's queue.
     let outbox = ConnectionOutbox()
     private let onRequest: (ControlConnection, [UInt8]) -> Void
     private let onClose: (ControlConnection) -> Void
 
+    /// `token`: what the watcher's reports about `fd` carry; call `start` once the server can route
+    /// them here.
     init(
-        fd: Int32, queue: DispatchQueue, onRequest: @escaping (ControlConnection, [UInt8]) -> Void,
-        onClose: @escaping (ControlConnection) -> Void
+        fd: Int32, token: UInt64, watcher: ReadinessWatcher,
+        onRequest: @escaping (ControlConnection, [UInt8]) -> Void, onClose: @escaping (ControlConnection) -> Void
     ) {
         self.fd = fd
-        self.queue = queue
+        self.token = token
+        self.watcher = watcher
         self.onRequest = onRequest
         self.onClose = onClose
-        closer = DescriptorCloser(fd)
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        readSource.setEventHandler { [unowned self] in readAvailable() }
-        closer.watch(readSource)
-        readSource.activate()
+    }
+
+    /// Starts reading.
+    func start() { rearm() }
+
+    /// The watcher's report that `fd` is ready: reads, writes, and arms it for what comes next.
+    func ready(_ report: ReadinessWatcher.Report) {
+        armed = nil
+        if report.readable || report.failed { readAvailable() }
+        if !isClosed && wantsWritable && (report.writable || report.failed) { flush() }
+        rearm()
+    }
+
+    /// Arms `fd` for a report of what the connection waits for: requests unless reading is held
+    /// back or over, room to write if a write would have blocked. Nothing is armed while it waits
+    /// for neither (a hang-up then shows at the next write).
+    private func rearm() {
+        guard !isClosed else { return }
+        let readable = !readSuspended && !readEnded
+        let writable = wantsWritable
+        guard readable || writable else { return }
+        if let armed, armed.readable == readable, armed.writable == writable { return }
+        do {
+            try watcher.arm(fd, token: token, readable: readable, writable: writable, added: added)
+            added = true
+            armed = (readable, writable)
+        } catch {
+            Log.warning("control client on fd \(fd): \(error); disconnecting it")
+            shutDown()
+        }
     }
 
     /// Events and finished requests handed over together (`ConnectionOutbox`), in order, sent with
@@ -131,7 +162,7 @@ final class ControlConnection {
             output.count - outputOffset < Self.outputHighWater / 2
         else { return }
         readSuspended = false
-        readSource.resume()
+        rearm()
     }
 
     /// Queues bytes for the client. One line may be bigger than `maxOutput` (the answer to
@@ -194,12 +225,8 @@ final class ControlConnection {
     func shutDown() {
         guard !isClosed else { return }
         isClosed = true
-        if let writeSource {
-            if !writeSourceActive { writeSource.resume() }
-            writeSource.cancel()
-        }
-        if readSuspended { readSource.resume() }
-        readSource.cancel()
+        if added { watcher.forget(fd) }
+        close(fd)
         onClose(self)
     }
 
@@ -215,7 +242,6 @@ final class ControlConnection {
             }
             if count == 0 {
                 readEnded = true
-                readSource.suspend()
                 readSuspended = true
                 closeIfDone()
                 return
@@ -233,10 +259,7 @@ final class ControlConnection {
                 }
             }
             dispatchWaitingLines()
-            if mustWait || !waitingLines.isEmpty {
-                readSource.suspend()
-                readSuspended = true
-            }
+            if mustWait || !waitingLines.isEmpty { readSuspended = true }
         }
     }
 
@@ -250,7 +273,8 @@ final class ControlConnection {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     dropWrittenBytes()
-                    armWriteSource()
+                    wantsWritable = true
+                    rearm()
                     return
                 }
                 shutDown()
@@ -267,11 +291,8 @@ final class ControlConnection {
         answers.removeAll(keepingCapacity: answers.count < 1024)
         answersHead = 0
         unreadAnswerBytes = 0
+        wantsWritable = false
         resumeReadingIfDrained()
-        if let writeSource, writeSourceActive {
-            writeSource.suspend()
-            writeSourceActive = false
-        }
         closeIfDone()
     }
 
@@ -289,19 +310,6 @@ final class ControlConnection {
     }
     private static let compactionBytes = 64 << 10
 
-    private func armWriteSource() {
-        if writeSource == nil {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [unowned self] in flush() }
-            closer.watch(source)
-            writeSource = source
-        }
-        if !writeSourceActive {
-            writeSource?.resume()
-            writeSourceActive = true
-        }
-    }
-
     private func closeIfDone() {
         guard !isClosed, output.count == outputOffset, inFlight == 0, waitingLines.isEmpty else { return }
         if readEnded || closeAfterFlush { shutDown() }
@@ -310,25 +318,3 @@ final class ControlConnection {
 
 @available(*, unavailable)
 extension ControlConnection: Sendable {}
-
-/// Closes a connection's descriptor once every dispatch source on it has been cancelled. Closed
-/// when only the read source was, the next accepted connection could get the same number while
-/// libdispatch still had the write source registered on it, and libdispatch then crashed the
-/// daemon ("Source finalized twice", seen once in FullDiskTests).
-///
-/// Threading: the cancel handlers run on the connection's serial queue, as `watch` does.
-private final class DescriptorCloser {
-    private let fd: Int32
-    private var watching = 0
-
-    init(_ fd: Int32) { self.fd = fd }
-
-    /// Counts `source` as one that must be cancelled before the descriptor closes.
-    func watch(_ source: any DispatchSourceProtocol) {
-        watching += 1
-        source.setCancelHandler { [self] in
-            watching -= 1
-            if watching == 0 { close(fd) }
-        }
-    }
-}

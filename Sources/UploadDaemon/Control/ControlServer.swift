@@ -4,17 +4,22 @@ import Glibc
 import UploadCore
 import UploadWire
 
-/// Accepts clients on the control socket and serves them on one serial queue.
+/// Accepts clients on the control socket and serves them on one serial queue; a thread of its own
+/// (`ReadinessWatcher`) says which descriptors are ready.
 ///
 /// Only clients with the daemon's own uid (SO_PEERCRED) are served, whatever the socket's mode.
 final class ControlServer: @unchecked Sendable {
-    // Invariant: `connections` and `acceptSource` are touched only on `queue`.
+    // Invariant: everything but `queue`, `listenFD` and `handler` is touched only on `queue`.
     private let queue = DispatchQueue(label: "uploadd.control")
     private let listenFD: Int32
     private let handler: ControlHandler
-    private var acceptSource: DispatchSourceRead?
+    private var watcher: ReadinessWatcher?
+    private var listenerAdded = false
+    private var stopped = false
     private var connections: [ControlClientID: ControlConnection] = [:]
     private var acceptPaused = false
+    /// The listening socket's token in the watcher's reports; clients' are their numbers (from 1).
+    private static let listenerToken: UInt64 = 0
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
 
@@ -24,22 +29,48 @@ final class ControlServer: @unchecked Sendable {
     }
 
     func start() {
+        let queue = queue
+        let watcher = ReadinessWatcher(name: "uploadd-control") { [weak self] reports in
+            queue.async { [weak self] in self?.ready(reports) }
+        }
         queue.sync {
-            let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
-            source.setEventHandler { [unowned self] in acceptClients() }
-            acceptSource = source
-            source.activate()
+            self.watcher = watcher
+            armListener()
         }
     }
 
     /// Stops accepting and closes every client.
     func stop() {
         queue.sync {
-            if acceptPaused { acceptSource?.resume() }
-            acceptPaused = false
-            acceptSource?.cancel()
-            acceptSource = nil
+            guard !stopped else { return }
+            stopped = true
+            if listenerAdded { watcher?.forget(listenFD) }
             for connection in Array(connections.values) { connection.shutDown() }
+            watcher?.stop()
+        }
+    }
+
+    private func ready(_ reports: [ReadinessWatcher.Report]) {
+        guard !stopped else { return }
+        for report in reports {
+            if report.token == Self.listenerToken {
+                acceptClients()
+            } else {
+                // A report about a client that has gone since finds nothing.
+                connections[ControlClientID(number: report.token)]?.ready(report)
+            }
+        }
+    }
+
+    /// Arms the listening socket for a report of the next client.
+    private func armListener() {
+        guard let watcher, !stopped, !acceptPaused else { return }
+        do {
+            try watcher.arm(listenFD, token: Self.listenerToken, readable: true, writable: false, added: listenerAdded)
+            listenerAdded = true
+        } catch {
+            Log.error("control socket: \(error); trying again in a moment")
+            retryAcceptingSoon()
         }
     }
 
@@ -53,6 +84,7 @@ final class ControlServer: @unchecked Sendable {
                     return
                 }
                 if errno != EAGAIN && errno != EWOULDBLOCK { Log.warning("control socket: \(SystemError("accept"))") }
+                armListener()
                 return
             }
             var pid: pid_t = 0
@@ -72,31 +104,35 @@ final class ControlServer: @unchecked Sendable {
             let id = ControlClientID.next()
             handler.connectionOpened(id)
             let connection = ControlConnection(
-                fd: fd, queue: queue,
+                fd: fd, token: id.number, watcher: watcher!,
                 onRequest: { [unowned self] connection, line in dispatch(line, from: connection, id: id) },
                 onClose: { [unowned self] _ in
                     connections[id] = nil
                     handler.connectionClosed(id)
                 })
             connections[id] = connection
+            connection.start()
         }
     }
 
     /// Out of descriptors: the listening socket stays readable, so accepting again at once would
     /// spin. Wait a moment (clients finish and free descriptors), saying so once.
     private func pauseAccepting(because error: SystemError) {
-        guard let acceptSource, !acceptPaused else { return }
-        acceptPaused = true
-        acceptSource.suspend()
         if !reportedDescriptorShortage {
             reportedDescriptorShortage = true
             Log.warning(
                 "control socket: \(error); \(connections.count) clients connected; accepting more as they leave")
         }
+        retryAcceptingSoon()
+    }
+
+    private func retryAcceptingSoon() {
+        guard !acceptPaused else { return }
+        acceptPaused = true
         queue.asyncAfter(deadline: .now() + .milliseconds(250)) { [weak self] in
             guard let self, self.acceptPaused else { return }
             self.acceptPaused = false
-            self.acceptSource?.resume()
+            self.armListener()
         }
     }
 

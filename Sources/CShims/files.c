@@ -11,6 +11,10 @@ int CShims_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
 
+int CShims_fallocate(int fd, long long length) {
+    return fallocate(fd, 0, 0, length);
+}
+
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>

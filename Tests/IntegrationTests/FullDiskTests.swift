@@ -343,6 +343,32 @@ final class FullDiskTests {
         try expectStored(path, at: "\(servers.nginxRoot)/dav/\(folder)/\((path as NSString).lastPathComponent)")
     }
 
+    /// Big files are copied alongside their uploads, and each copy takes its space when it starts:
+    /// of five files added together of which three fit the cache, three are copied and two (default
+    /// snapshot, auto) upload from their originals. Their copies took no space before (sparse
+    /// files), so all passed the free-space check one after the other, and the last copies ran out
+    /// of room halfway, which undid their adds although auto would have uploaded the originals.
+    @Test func bigFilesAddedTogetherEachHoldTheSpaceOfTheirCopy() throws {
+        let (daemon, _) = try daemon("full-alongside", config: "", tmpfs: "200m", on: \.cacheDirectory)
+        let paths = try (1...5).map { try file("big-\($0).bin", size: 40 << 20) }
+        let folder = "full-alongside-\(UUID().uuidString.prefix(6))"
+        let ids = try daemon.add(paths, to: "\(servers.nginxURL)/dav/\(folder)/")
+        #expect(ids.count == 5)
+        var kinds: [String?] = []
+        for id in ids {
+            let job = try daemon.waitFor(id, timeout: 60)
+            #expect(job.state == .completed, "\(String(describing: job.error))")
+            kinds.append(job.snapshot)
+        }
+        let copy = SourceSnapshot.Kind.copy.rawValue
+        let original = SourceSnapshot.Kind.original.rawValue
+        // 200 MiB less the 64 MiB kept free: room for three copies of 40 MiB.
+        #expect(kinds == [copy, copy, copy, original, original], "\(kinds)")
+        for path in paths {
+            try expectStored(path, at: "\(servers.nginxRoot)/dav/\(folder)/\((path as NSString).lastPathComponent)")
+        }
+    }
+
     /// A prepared image that does not fit in the cache is a full disk, not a bad image: with
     /// `on-error=original` the original went out in its place, unshrunk and with its GPS position.
     /// Now the job waits for room (retried; here with one attempt, it fails saying why).

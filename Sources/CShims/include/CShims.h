@@ -49,6 +49,8 @@ ssize_t CShims_copy_file_range(int source_fd, off_t *source_offset, int dest_fd,
 /// SYNC_FILE_RANGE_WRITE), `length` bytes of them (0: to the end of the file): an fsync later finds
 /// them written. Durable only after that fsync. Returns 0 or -1 with errno set.
 int CShims_start_writeback(int fd, long long offset, long long length);
+/// fallocate(2) of bytes 0..<length (mode 0: blocks taken, the size grows). 0 or -1 with errno set.
+int CShims_fallocate(int fd, long long length);
 
 /// The inode number of socket `fd` (unique among open sockets), or 0 if `fd` is not a socket.
 unsigned long long CShims_socket_inode(int fd);

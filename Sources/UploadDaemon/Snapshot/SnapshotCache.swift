@@ -145,10 +145,11 @@ struct SnapshotCache: Sendable {
             modificationTimeNanoseconds: original.modificationTimeNanoseconds)
         if alongside {
             // Full size at once: the file is never shorter than the job, and only what the copier
-            // has written is ever read (`GrowingCopy.copiedBytes`).
+            // has written is ever read (`GrowingCopy.copiedBytes`). Its blocks are taken now: the
+            // next file's check above sees them gone, and the copy cannot fill the disk halfway.
             let copySource = fcntl(sourceFD, F_DUPFD_CLOEXEC, 0)
             let copyTarget = fcntl(targetFD, F_DUPFD_CLOEXEC, 0)
-            guard copySource >= 0, copyTarget >= 0, ftruncate(targetFD, off_t(original.size)) == 0 else {
+            guard copySource >= 0, copyTarget >= 0, FileOps.reserve(targetFD, size: original.size) else {
                 let error = SystemError("size", path: target)
                 if copySource >= 0 { close(copySource) }
                 if copyTarget >= 0 { close(copyTarget) }

@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 import Glibc
 import UploadCore
@@ -99,6 +100,17 @@ enum FileOps {
         close(fd)
         try syscall("rename", path: temp) { rename(temp, path) }
         try syncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
+    /// Makes `fd` `size` bytes long with its blocks taken at once (fallocate), so that what is
+    /// written into it later cannot run out of space halfway, and the free space every later check
+    /// sees counts it. Where the file system cannot (NFS, FUSE: EOPNOTSUPP), the file is only made
+    /// that long, sparse. ENOSPC when the space is not there.
+    static func reserve(_ fd: Int32, size: Int64) -> Bool {
+        guard size > 0 else { return true }
+        if CShims_fallocate(fd, size) == 0 { return true }
+        guard errno == EOPNOTSUPP || errno == ENOSYS else { return false }
+        return ftruncate(fd, off_t(size)) == 0
     }
 
     /// Free bytes for an unprivileged user on the file system holding `path`.

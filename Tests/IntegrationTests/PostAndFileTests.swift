@@ -63,6 +63,35 @@ final class PostAndFileTests {
     /// looks, not the scheduler); `delete` removes the file where the upload put it, even after
     /// the remote was moved to another folder (it resolved the destination again, and unlinked a
     /// file of the same name there that uploadd never wrote).
+    /// A daemon that died mid-copy left its temporary file in the user's folder; the first copy
+    /// into that folder after a start removes it, and nothing else: not a file of that name written
+    /// since the daemon started (another uploadd may be writing it), nor one merely like it.
+    @Test func theFirstCopyIntoAFolderRemovesWhatADeadDaemonLeftThere() throws {
+        let folder = try TestPaths.scratch("file-leftovers")
+        let leftover = folder.appendingPathComponent(".uploadd-7-0123456789abcdef.part").path
+        let inProgress = folder.appendingPathComponent(".uploadd-8-fedcba9876543210.part").path
+        let lookalike = folder.appendingPathComponent(".uploadd-notes.part").path
+        for path in [leftover, inProgress, lookalike] {
+            try "partial".write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        var old = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, leftover, &old, 0) == 0 && utimensat(AT_FDCWD, lookalike, &old, 0) == 0)
+        let daemon = try DaemonProcess(name: "file-leftovers")
+        try daemon.start()
+        defer { daemon.stop() }
+        // Written after the daemon started, as another daemon's copy in progress would be.
+        sleep(1)
+        try "partial, growing".write(toFile: inProgress, atomically: false, encoding: .utf8)
+        let path = files.appendingPathComponent("after-a-crash.bin").path
+        try makeRandomFile(at: path, size: 1000)
+        let id = try daemon.add([path], to: "file://\(folder.path)/")[0]
+        #expect(try daemon.waitFor(id).state == .completed)
+        #expect(!FileManager.default.fileExists(atPath: leftover), "the dead daemon's copy is still there")
+        #expect(FileManager.default.fileExists(atPath: inProgress), "a copy written since the start was removed")
+        #expect(FileManager.default.fileExists(atPath: lookalike), "a file uploadd did not make was removed")
+        #expect(daemon.logLines(containing: "left by a copy uploadd did not finish").count == 1)
+    }
+
     @Test func deleteRemovesTheFileWhereTheUploadPutIt() throws {
         let first = try TestPaths.scratch("file-first")
         let second = try TestPaths.scratch("file-second")

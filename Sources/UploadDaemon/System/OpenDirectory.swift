@@ -48,6 +48,9 @@ final class OpenDirectory: Sendable {
         /// was attempted, so that a name that keeps vanishing cannot loop forever.
         var justCreated: String?
         var creationTried: String?
+        /// A folder someone else made between our look and our mkdir: entered only if it is ours
+        /// (another uploadd of the user) or root's, never another user's.
+        var madeMeanwhile: String?
         do {
             while !pending.isEmpty {
                 let name = pending.removeFirst()
@@ -57,7 +60,9 @@ final class OpenDirectory: Sendable {
                     close(current)
                     current = next
                     if justCreated == name { try setMode(of: next, to: mode ?? 0o700, path: display(walked + [name])) }
+                    if madeMeanwhile == name { try requireOwnFolder(next, path: display(walked + [name])) }
                     justCreated = nil
+                    madeMeanwhile = nil
                     creationTried = nil
                     if name == ".." { _ = walked.popLast() } else { walked.append(name) }
                     continue
@@ -77,7 +82,9 @@ final class OpenDirectory: Sendable {
                             fsync(parent)
                             close(parent)
                         }
-                    } else if errno != EEXIST {
+                    } else if errno == EEXIST {
+                        madeMeanwhile = name
+                    } else {
                         throw SystemError("create directory", path: here)
                     }
                     pending.insert(name, at: 0)
@@ -137,6 +144,18 @@ final class OpenDirectory: Sendable {
     }
 
     private static func display(_ walked: [String]) -> String { "/" + walked.joined(separator: "/") }
+
+    private static func requireOwnFolder(_ pathDescriptor: Int32, path: String) throws {
+        var info = stat()
+        try syscall("stat", path: path) { fstat(pathDescriptor, &info) }
+        guard info.st_uid == getuid() || info.st_uid == 0 else {
+            throw Refusal(
+                path: path,
+                reason:
+                    "another user (uid \(info.st_uid)) created this folder while uploadd was creating it; choose a folder of your own"
+            )
+        }
+    }
 
     private static func setMode(of pathDescriptor: Int32, to mode: mode_t, path: String) throws {
         // An O_PATH descriptor cannot be chmod'ed: open the folder we just made for real.

@@ -101,9 +101,10 @@ struct FileTransfer: Transfer {
             throw TransferFailure.io(
                 "\(error.map(\.description) ?? "cannot open \(folder)")", retryable: error?.isNoSpace ?? false)
         }
+        LeftoverCopies.sweepOnce(directory)
         // Short, whatever the name's length (names may use all 255 bytes NAME_MAX allows), and
         // unguessable: nobody can plant a file or symlink under it beforehand.
-        let temp = ".uploadd-\(jobID)-\(UInt64.random(in: .min ... .max).hexadecimal).part"
+        let temp = LeftoverCopies.temporaryName(for: jobID)
         let fd = openat(directory.fd, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let error = SystemError("create", path: "\(folder)/\(temp)")
@@ -153,7 +154,13 @@ struct FileTransfer: Transfer {
             throw TransferFailure.io(SystemError("rename", path: destination).description)
         }
         renamed = true
-        try? directory.sync()
+        // Until the folder is synced the new name may not survive a power cut: a failure is retried
+        // (the copy is made again and takes the name again), not reported as stored.
+        do {
+            try directory.sync()
+        } catch {
+            throw TransferFailure.io("\(error); the copy in \(folder) may not survive a power cut", retryable: true)
+        }
     }
 
     /// Removes the temporary name, unless it no longer holds the file we opened.
@@ -171,5 +178,53 @@ extension FixedWidthInteger {
     var hexadecimal: String {
         let digits = String(self, radix: 16)
         return String(repeating: "0", count: Swift.max(0, Self.bitWidth / 4 - digits.count)) + digits
+    }
+}
+
+/// The temporary files of copies a crash (or a kill) interrupted: each attempt writes under a new
+/// random name and removes it when it fails, but a daemon that dies leaves it in the user's folder.
+/// The first copy into a folder after the daemon starts removes those it finds there: ours by name
+/// and owner, and last written before this daemon started (another uploadd of the user may be
+/// writing one into the same folder right now).
+enum LeftoverCopies {
+    private static let prefix = ".uploadd-"
+    private static let suffix = ".part"
+    private static let swept = Mutex<Set<String>>([])
+    private static let started = time(nil)
+
+    /// `.uploadd-7-0123456789abcdef.part`.
+    static func temporaryName(for job: JobID) -> String {
+        "\(prefix)\(job)-\(UInt64.random(in: .min ... .max).hexadecimal)\(suffix)"
+    }
+
+    static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return false }
+        let parts = name.dropFirst(prefix.count).dropLast(suffix.count).split(
+            separator: "-", omittingEmptySubsequences: false)
+        return parts.count == 2 && JobID(String(parts[0])) != nil && parts[1].count == 16
+            && parts[1].allSatisfy(\.isHexDigit)
+    }
+
+    /// Removes the leftovers in `directory`, once per folder while the daemon runs.
+    static func sweepOnce(_ directory: OpenDirectory) {
+        _ = started  // set at the first copy at the latest, before any of this run's files exist
+        guard swept.withLock({ $0.insert(directory.path).inserted }) else { return }
+        let listing = fcntl(directory.fd, F_DUPFD_CLOEXEC, 0)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            return
+        }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard isTemporaryName(name), let info = try? directory.entryStatus(name),
+                info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid(), info.st_mtim.tv_sec < started
+            else { continue }
+            if unlinkat(directory.fd, name, 0) == 0 {
+                Log.notice("removed \(directory.path)/\(name), left by a copy uploadd did not finish")
+            }
+        }
     }
 }

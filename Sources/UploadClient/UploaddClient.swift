@@ -135,9 +135,14 @@ public final class UploaddClient: Sendable {
     /// cancelled or the daemon goes. Views older than one already yielded for the same job (by
     /// `revision`) are dropped, so a consumer never goes back in time. With `snapshot`, the jobs
     /// the filters match come first. Ends with `SubscriptionOverflow` if the daemon dropped us for
-    /// reading too slowly: subscribe again with `snapshot` (`wait` does so by itself).
+    /// reading too slowly: subscribe again with `snapshot` (`wait` does so by itself). A consumer
+    /// that falls `eventBuffer` events behind holds the reading back, as if it read the socket
+    /// itself: the daemon then drops it as too slow, and memory stays bounded on both sides.
+    /// `jobFields` is not sent: each `Event.state` carries a whole `JobInfo`.
     public func events(_ params: SubscribeParams = SubscribeParams()) -> AsyncThrowingStream<Event, any Error> {
-        subscription(params) { (delivery) -> Event? in
+        var params = params
+        params.jobFields = nil
+        return subscription(params) { (delivery) -> Event? in
             guard case .event(let event) = delivery else { return nil }
             return event
         }
@@ -215,9 +220,11 @@ public final class UploaddClient: Sendable {
     private func subscription<Element: Sendable>(
         _ params: SubscribeParams, keeping pick: @escaping @Sendable (EventReader.Delivery) -> Element?
     ) -> AsyncThrowingStream<Element, any Error> {
-        AsyncThrowingStream { continuation in
+        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventBuffer)) { continuation in
             let reader = EventReader(socketPath: socketPath, params: params) { delivery in
-                if let element = pick(delivery) { continuation.yield(element) }
+                guard let element = pick(delivery) else { return true }
+                if case .dropped = continuation.yield(element) { return false }
+                return true
             } finish: { error in
                 continuation.finish(throwing: error)
             }
@@ -225,6 +232,9 @@ public final class UploaddClient: Sendable {
             reader.start()
         }
     }
+
+    /// Events a subscription holds for a consumer that has not taken them yet.
+    public static let eventBuffer = 4096
 
     // MARK: - The queue
 
@@ -269,13 +279,14 @@ private final class EventReader: Sendable {
 
     let socketPath: String
     let params: SubscribeParams
-    private let deliver: @Sendable (Delivery) -> Void
+    /// Hands a delivery on; false when the consumer's buffer is full (it is offered again later).
+    private let deliver: @Sendable (Delivery) -> Bool
     /// Called once, last: nil when stopped, else why the subscription ended.
     private let finish: @Sendable ((any Error)?) -> Void
     private let stopped = Mutex(false)
 
     init(
-        socketPath: String, params: SubscribeParams, deliver: @escaping @Sendable (Delivery) -> Void,
+        socketPath: String, params: SubscribeParams, deliver: @escaping @Sendable (Delivery) -> Bool,
         finish: @escaping @Sendable ((any Error)?) -> Void
     ) {
         self.socketPath = socketPath
@@ -286,6 +297,12 @@ private final class EventReader: Sendable {
 
     func stop() { stopped.withLock { $0 = true } }
     private var isStopped: Bool { stopped.withLock { $0 } }
+
+    /// Hands `delivery` on, waiting while the consumer is a full buffer behind: the socket is not
+    /// read meanwhile, so a slow consumer slows the daemon's sending, not the client's memory.
+    private func hand(_ delivery: Delivery) {
+        while !deliver(delivery) && !isStopped { usleep(2_000) }
+    }
 
     func start() {
         let thread = Thread { [self] in finish(run()) }
@@ -300,14 +317,14 @@ private final class EventReader: Sendable {
         func yield(_ event: UploaddClient.Event, id: JobID, revision: UInt64) {
             if let seen = newest[id], revision < seen { return }
             newest[id] = revision
-            deliver(.event(event))
+            hand(.event(event))
         }
         do {
             let connection = try DaemonConnection(socketPath: socketPath)
             let answer = try connection.call(.subscribe, params: params, as: SnapshotAnswer.self)
             // Events that came with the answer are older or newer than the snapshot: revisions sort it out.
             for job in answer.jobs ?? [] { yield(.state(job), id: job.id, revision: job.revision) }
-            if let jobs = answer.jobs { deliver(.snapshotListed(Set(jobs.map(\.id)))) }
+            if let jobs = answer.jobs { hand(.snapshotListed(Set(jobs.map(\.id)))) }
             var queued = connection.takeQueuedNotifications()[...]
             while !isStopped {
                 let notification: RPCNotification
@@ -327,7 +344,7 @@ private final class EventReader: Sendable {
                     yield(.progress(progress), id: progress.id, revision: progress.revision)
                 case .removed:
                     let removed = try notification.params.decode(JobSelection.self)
-                    if let id = removed.id { deliver(.event(.removed(id))) }
+                    if let id = removed.id { hand(.event(.removed(id))) }
                 case .overflow:
                     if case .string(let text)? = notification.params.objectValue?["message"] {
                         return SubscriptionOverflow(message: text)

@@ -27,7 +27,7 @@ enum DetailFormatting {
             "state: \(JobFormatting.stateText(job))",
             "source: \(job.source)",
             "destination: \(job.destination)",
-            "protocol: \(job.protocol.rawValue)",
+            "protocol: \(job.protocolName)",
             "progress: \(progress)",
             "acknowledged: \(ByteSize.format(job.bytesAcked))",
         ]

@@ -80,7 +80,7 @@ enum JobFormatting {
         let target = job.state == .completed ? job.result?.url ?? job.destination : job.destination
         return [
             job.id.description, stateText(job), progress(done: done, total: job.bytesTotal),
-            job.state == .running ? ByteSize.formatRate(job.speed) : "-", job.protocol.rawValue,
+            job.state == .running ? ByteSize.formatRate(job.speed) : "-", job.protocolName,
             "\(TerminalText.escaped(job.source)) -> \(TerminalText.escaped(target))",
         ]
     }

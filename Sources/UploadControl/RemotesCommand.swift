@@ -48,7 +48,7 @@ struct RemotesCommand: ControlCommand {
         }
         let rows =
             [["NAME", "PROTOCOL", "URL", "USER", "SECRET FROM"]]
-            + list.remotes.map { [$0.name, $0.protocol.rawValue, $0.url, $0.user ?? "-", $0.secretSource ?? "-"] }
+            + list.remotes.map { [$0.name, $0.protocolName, $0.url, $0.user ?? "-", $0.secretSource ?? "-"] }
         let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
         context.print(
             lines: rows.map { row in

@@ -381,7 +381,10 @@ public struct RemoteParams: Codable, Sendable, StrictParams {
 /// A configured remote as `daemon.remotes` lists it: never a secret.
 public struct RemoteInfo: Codable, Sendable, Equatable {
     public var name: String
-    public var `protocol`: UploadProtocol
+    /// An open set, as `JobInfo.protocolName`.
+    public var protocolName: String
+    /// nil when this client does not know `protocolName`.
+    public var `protocol`: UploadProtocol? { UploadProtocol(rawValue: protocolName) }
     /// With any password in it redacted.
     public var url: String
     public var user: String?
@@ -390,14 +393,15 @@ public struct RemoteInfo: Codable, Sendable, Equatable {
 
     public init(name: String, protocol: UploadProtocol, url: String, user: String?, secretSource: String?) {
         self.name = name
-        self.protocol = `protocol`
+        self.protocolName = `protocol`.rawValue
         self.url = url
         self.user = user
         self.secretSource = secretSource
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, `protocol`, url, user
+        case name, url, user
+        case protocolName = "protocol"
         case secretSource = "secret_source"
     }
 }

@@ -130,7 +130,7 @@ extension JobInfo {
         }
         if wants(.`protocol`) {
             writer.key("protocol")
-            writer.string(self.protocol.rawValue)
+            writer.string(protocolName)
         }
         if wants(.result) {
             writer.key("result")

@@ -6,7 +6,11 @@ public struct JobInfo: Codable, Sendable, Equatable {
     public var state: JobState
     public var source: String
     public var destination: String
-    public var `protocol`: UploadProtocol
+    /// The upload protocol's name as the daemon sent it: an open set, so a newer daemon's may be
+    /// one this client does not know (PROTOCOL.md: clients never fail on those).
+    public var protocolName: String
+    /// The upload protocol, nil when this client does not know `protocolName`.
+    public var `protocol`: UploadProtocol? { UploadProtocol(rawValue: protocolName) }
     public var bytesTotal: Int64
     /// Bytes sent on the wire during this attempt.
     public var bytesSent: Int64
@@ -70,7 +74,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         self.state = state
         self.source = source
         self.destination = destination
-        self.protocol = `protocol`
+        self.protocolName = `protocol`.rawValue
         self.bytesTotal = bytesTotal
         self.bytesSent = bytesSent
         self.bytesAcked = bytesAcked
@@ -101,7 +105,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         state = try container.decode(JobState.self, forKey: .state)
         source = try container.decode(String.self, forKey: .source)
         destination = try container.decode(String.self, forKey: .destination)
-        `protocol` = try container.decode(UploadProtocol.self, forKey: .protocol)
+        protocolName = try container.decode(String.self, forKey: .protocol)
         bytesTotal = try container.decode(Int64.self, forKey: .bytesTotal)
         bytesSent = try container.decode(Int64.self, forKey: .bytesSent)
         bytesAcked = try container.decode(Int64.self, forKey: .bytesAcked)
@@ -133,7 +137,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encode(state, forKey: .state)
         try container.encode(source, forKey: .source)
         try container.encode(destination, forKey: .destination)
-        try container.encode(`protocol`, forKey: .protocol)
+        try container.encode(protocolName, forKey: .protocol)
         try container.encode(bytesTotal, forKey: .bytesTotal)
         try container.encode(bytesSent, forKey: .bytesSent)
         try container.encode(bytesAcked, forKey: .bytesAcked)

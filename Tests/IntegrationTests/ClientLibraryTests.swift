@@ -129,6 +129,38 @@ final class ClientLibraryTests {
         #expect(daemon.log(tail: 100_000).contains("more than 4 MiB of events behind"))
     }
 
+    /// An app that takes its events slower than they come is held to a bounded buffer: the
+    /// library stops reading the socket once `eventBuffer` events wait, so the daemon drops the
+    /// subscriber as too slow (`SubscriptionOverflow`), where before the library read on and kept
+    /// every event in the app's memory.
+    @Test func eventsAConsumerDoesNotTakeWaitInABoundedBuffer() async throws {
+        let daemon = try DaemonProcess(name: "client-backlog", config: "[daemon]\ntransfers = 8\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = UploaddClient(socketPath: daemon.socket)
+        let stream = client.events(SubscribeParams(kinds: [.state]))
+        try await Task.sleep(for: .milliseconds(300))  // subscribed
+        let count = 8000
+        let (jobs, _) = try await client.add(params(try makeFiles(count, in: "backlog"), snapshot: SnapshotMode.none))
+        #expect(jobs.count == count)
+        _ = try await client.wait(for: jobs.map(\.id))
+        var taken = 0
+        var completed = 0
+        var overflowed = false
+        do {
+            for try await event in stream {
+                taken += 1
+                if case .state(let job) = event, job.state == .completed { completed += 1 }
+                if completed == count { break }
+            }
+        } catch is SubscriptionOverflow {
+            overflowed = true
+        }
+        print("a consumer \(count * 3) events behind took \(taken) before the cut")
+        #expect(overflowed, "every event was kept for the consumer (\(taken) taken)")
+        #expect(taken < count * 3, "the consumer got every event")
+    }
+
     /// Only events count toward a subscriber's 4 MiB: not the snapshot answer it is still reading.
     /// `uploadctl wait` of 20,000 jobs was cut off with `events.overflow` at its first event,
     /// because the 8 MiB snapshot before it was unread.

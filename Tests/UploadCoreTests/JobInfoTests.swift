@@ -96,6 +96,21 @@ struct JobInfoTests {
         #expect(decoded == info)
     }
 
+    /// Upload protocols are an open set: a newer daemon's job or remote with a protocol this client
+    /// does not know still decodes, shows the name, and encodes it back unchanged.
+    @Test func aProtocolThisClientDoesNotKnowIsKeptByName() throws {
+        let info = JobInfo(job: Fixtures.job(6))
+        var json = try object(info)
+        json["protocol"] = "webtransport"
+        let decoded = try JSONCoding.decoder.decode(JobInfo.self, from: JSONSerialization.data(withJSONObject: json))
+        #expect(decoded.protocolName == "webtransport" && decoded.protocol == nil)
+        #expect(try object(decoded)["protocol"] as? String == "webtransport")
+        let remote = try JSONCoding.decoder.decode(
+            RemoteInfo.self, from: Data(#"{"name":"box","protocol":"webtransport","url":"https://h/"}"#.utf8))
+        #expect(remote.protocolName == "webtransport" && remote.protocol == nil)
+        #expect(RemoteInfo(name: "n", protocol: .tus, url: "u", user: nil, secretSource: nil).protocol == .tus)
+    }
+
     @Test func datesKeepTheirMilliseconds() throws {
         let date = Date(timeIntervalSince1970: 1_700_000_000.25)
         let text = String(decoding: try JSONCoding.encoder.encode([date]), as: UTF8.self)

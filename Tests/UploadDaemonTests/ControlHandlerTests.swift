@@ -150,6 +150,11 @@ struct ControlHandlerTests {
 
         #expect(try await Self.errorCode("job.delete", #"{"batch":\#(batch)}"#, handler) == nil)
         #expect(harness.fake.snapshot.deleted.sorted() == ["a.bin", "b.bin"])
+        // Once the batch's jobs are gone there is nothing to delete, and that is no mistake.
+        _ = try await harness.scheduler.clear()
+        let emptied = try await Self.answer(
+            #"{"jsonrpc":"2.0","id":1,"method":"job.delete","params":{"batch":\#(batch)}}"#, handler)
+        #expect(emptied?.objectValue?["result"]?.objectValue?["jobs"] == .array([]), "\(String(describing: emptied))")
         await harness.stop()
     }
 

@@ -264,12 +264,14 @@ struct ControlHandler: Sendable {
             let selection = try JobSelection.decode(from: params)
             try Self.checkDeleteSelection(selection)
             if selection.isSingle { return try encodeResult(try await scheduler.delete(selection.namedIDs)[0]) }
-            let ids =
-                if let batch = selection.batch {
-                    await scheduler.list(states: nil, ids: nil, batch: batch).map(\.id)
-                } else {
-                    selection.namedIDs
-                }
+            let ids: [JobID]
+            if let batch = selection.batch {
+                ids = await scheduler.list(states: nil, ids: nil, batch: batch).map(\.id)
+                // A batch whose jobs are all gone: nothing to delete, which is not a mistake.
+                if ids.isEmpty { return try encodeResult(JobList(jobs: [], errors: [])) }
+            } else {
+                ids = selection.namedIDs
+            }
             let outcome = try await scheduler.deleteEach(ids)
             return try encodeResult(JobList(jobs: outcome.jobs, errors: outcome.errors))
         case .subscribe:

@@ -2,7 +2,11 @@
 #include "CImagePrep.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
 #include <seccomp.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -52,6 +56,50 @@ int uploadd_image_forbid_network(void) {
         return -1;
     }
     return 0;
+}
+
+/* Landlock's ABI, declared here: Debian 12's headers stop at ABI 2, and the kernel's structures
+   only grow (a shorter size tells it what an older caller knows). */
+#define UPLOADD_LANDLOCK_TRUNCATE (1ULL << 14)        /* ABI 3 */
+#define UPLOADD_LANDLOCK_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
+#define UPLOADD_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)     /* ABI 6 */
+struct uploadd_landlock_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net; /* ABI 4 */
+    uint64_t scoped;             /* ABI 6 */
+};
+
+int uploadd_image_confine(const char *writable) {
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi < 1) return 0; /* no Landlock in this kernel, or it is turned off */
+    uint64_t writes = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+                      LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                      LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                      LANDLOCK_ACCESS_FS_MAKE_SYM;
+    if (abi >= 2) writes |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3) writes |= UPLOADD_LANDLOCK_TRUNCATE;
+    struct uploadd_landlock_ruleset_attr attributes = {.handled_access_fs = writes};
+    size_t size = sizeof attributes.handled_access_fs;
+    if (abi >= 6) {
+        /* No signal to a process outside this one (uploadd, the user's others), no abstract socket. */
+        attributes.scoped = UPLOADD_LANDLOCK_SCOPE_SIGNAL | UPLOADD_LANDLOCK_SCOPE_ABSTRACT_UNIX;
+        size = sizeof attributes;
+    }
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attributes, size, 0);
+    if (ruleset < 0) return -1;
+    int folder = open(writable, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int rc = -1;
+    if (folder >= 0) {
+        struct landlock_path_beneath_attr beneath = {.allowed_access = writes, .parent_fd = folder};
+        rc = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0);
+        close(folder);
+    }
+    if (rc == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) rc = -1;
+    if (rc == 0) rc = (int)syscall(SYS_landlock_restrict_self, ruleset, 0);
+    int saved = errno;
+    close(ruleset);
+    errno = saved;
+    return rc == 0 ? (int)abi : -1;
 }
 
 typedef struct {

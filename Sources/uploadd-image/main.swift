@@ -7,8 +7,12 @@
 // JSON object: {"image": false} when stdin is not an image this build reads (nothing written), else
 // its sizes and format. On failure stderr says why and the exit status is 2 (the image), 3 (its
 // output could not be written: a full disk) or 64 (the arguments). Before it reads a byte it gives
-// up the network and the right to run programs (seccomp), and uploadd started it under memory and
-// CPU limits: what a hostile image can do ends with this process.
+// up the network and the right to run programs (seccomp), and the right to write files anywhere
+// but the temporary folder and to signal uploadd (Landlock, where the kernel has it); uploadd
+// started it under memory and CPU limits: what a hostile image can do ends with this process.
+//
+// For tests only: probe-write=PATH and probe-signal=PID try, once confined, to create PATH and to
+// signal PID (signal 0), print {"landlock": ABI, "write": "...", "signal": "..."} and exit.
 import CImagePrep
 import Glibc
 
@@ -31,6 +35,8 @@ func text<T>(_ field: T) -> String {
     withUnsafeBytes(of: field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
+var probeWrite: String?
+var probeSignal: pid_t?
 var options = UploaddImageOptions(
     max_side: 0, quality: 75, format: UPLOADD_FORMAT_JPEG, max_bytes: 0, metadata: UPLOADD_METADATA_KEEP,
     max_pixels: 200_000_000, allow_untrusted: 0)
@@ -48,6 +54,8 @@ for argument in CommandLine.arguments.dropFirst() {
     case "max-bytes": options.max_bytes = number(0...Int64.max)
     case "max-pixels": options.max_pixels = number(1...Int64.max)
     case "untrusted-loaders": options.allow_untrusted = Int32(number(0...1))
+    case "probe-write": probeWrite = value
+    case "probe-signal": probeSignal = pid_t(number(1...Int64(Int32.max)))
     case "format":
         switch value {
         case "jpeg": options.format = UPLOADD_FORMAT_JPEG
@@ -86,6 +94,23 @@ var messageText: String { String(decoding: message.prefix { $0 != 0 }.map { UInt
 // One worker thread: uploadd runs one helper per CPU at once (max_preparations).
 if uploadd_image_start(CommandLine.arguments[0], 1, options.allow_untrusted, &message, message.count) != 0 {
     fail(messageText, status: 70)
+}
+// libvips's temporary files (a big image turned upright) go where GLib puts them.
+let temporaryFolder = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+let landlock = uploadd_image_confine(temporaryFolder)
+if landlock < 0 { fail("cannot confine writes to \(temporaryFolder) (Landlock): errno \(errno)", status: 70) }
+
+if probeWrite != nil || probeSignal != nil {
+    func outcome(_ result: Int32) -> String { result >= 0 ? "ok" : String(cString: strerror(errno)) }
+    let wrote = probeWrite.map { path -> String in
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+        return outcome(fd)
+    }
+    let signaled = probeSignal.map { outcome(kill($0, 0)) }
+    printToStderr(
+        "{\"landlock\": \(landlock), \"write\": \"\(wrote ?? "-")\", \"signal\": \"\(signaled ?? "-")\"}")
+    exit(0)
 }
 var result = UploaddImageResult()
 switch uploadd_image_prepare(0, 1, &options, &result, &message, message.count) {

@@ -44,5 +44,11 @@ int uploadd_image_prepare(int in_fd, int out_fd, const UploaddImageOptions *opti
 /// From here on the process cannot open sockets (seccomp: socket() and io_uring_setup() fail with
 /// EACCES), run programs, nor gain privileges. Returns 0, or -1 with errno.
 int uploadd_image_forbid_network(void);
+/* From here on (Landlock): files are created, written, truncated, renamed or removed only beneath
+   `writable` (libvips's temporary files); what was open stays usable (stdout, the prepared image),
+   and reading is not restricted. Where the kernel has scoping (ABI 6), no signal reaches a process
+   outside this one: not uploadd. Returns the Landlock ABI applied, 0 when the kernel has none
+   (nothing applied), or -1 with errno set. */
+int uploadd_image_confine(const char *writable);
 
 #endif

@@ -110,6 +110,40 @@ struct SchedulerCommandTests {
         await second.stop()
     }
 
+    /// `batch` names a batch a `new_batch` job started, before or after a restart; any other job's
+    /// ID was taken before (the batch then had a member that was never its start).
+    @Test func onlyAStartedBatchCanBeJoinedAcrossARestart() async throws {
+        let first = try await SchedulerHarness(
+            config: SchedulerHarness.config(), fake: FakeTransfer(defaultStep: .hold))
+        func params(_ name: String) throws -> AddParams {
+            AddParams(
+                source: try first.directory.write("src/" + name, name),
+                destination: "file://\(first.directory.path)/out/")
+        }
+        let plain = try await first.scheduler.add(try params("plain.bin")).id
+        var starting = try params("start.bin")
+        starting.newBatch = true
+        let batch = try await first.scheduler.add(starting).id
+        var joining = try params("join.bin")
+        joining.batch = plain
+        let refusal = await #expect(throws: RPCError.self) { try await first.scheduler.add(joining) }
+        #expect(refusal?.code == RPCError.invalidParamsCode && refusal?.message.contains("no batch \(plain)") == true)
+        joining.batch = batch
+        #expect(try await first.scheduler.add(joining).batch == batch)
+        await first.stop()
+
+        let second = try await SchedulerHarness(
+            config: SchedulerHarness.config(), fake: FakeTransfer(defaultStep: .hold), reusing: first.directory)
+        var later = AddParams(
+            source: try second.directory.write("src/later.bin", "later"),
+            destination: "file://\(second.directory.path)/out/")
+        later.batch = batch
+        #expect(try await second.scheduler.add(later).batch == batch)
+        later.batch = plain
+        await #expect(throws: RPCError.self) { try await second.scheduler.add(later) }
+        await second.stop()
+    }
+
     @Test func badParamsAreInvalidParams() async throws {
         let harness = try await SchedulerHarness()
         let error = await #expect(throws: RPCError.self) {

@@ -59,7 +59,10 @@ extension Scheduler {
             switch outcome {
             case .success(let original):
                 var spec = item.spec
-                if batch[item.index].newBatch == true { spec.batch = JobID(reservedNextID) }
+                if batch[item.index].newBatch == true {
+                    spec.batch = JobID(reservedNextID)
+                    knownBatches.insert(JobID(reservedNextID))
+                }
                 accepted.append((item.index, spec, original, JobID(reservedNextID)))
                 reservedNextID += 1
             case .failure(let error):
@@ -273,13 +276,13 @@ extension Scheduler {
         return (ids.count == 1 ? "job " : "jobs ") + shown + (ids.count > 5 ? " and \(ids.count - 5) more" : "")
     }
 
-    /// The batch a job joins: one named must be an ID already given out (its first job's).
+    /// The batch a job joins: one named must have been started (its first job's ID).
     private func checkedBatch(_ params: AddParams) throws(RPCError) -> JobID? {
         guard let batch = params.batch else { return nil }
         guard params.newBatch != true else {
             throw RPCError.invalidParams("give either batch (to join one) or new_batch (to start one), not both")
         }
-        guard batch.rawValue > 0, batch.rawValue < reservedNextID else {
+        guard knownBatches.contains(batch) else {
             throw RPCError.invalidParams(
                 "there is no batch \(batch): start one with new_batch, then give its first job's ID as batch")
         }

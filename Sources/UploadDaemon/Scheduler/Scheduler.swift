@@ -88,6 +88,8 @@ actor Scheduler {
     /// All uploads together, bytes per second (`uploadctl limit`); nil: none.
     var bandwidthLimit: Int64?
     var reservedNextID: UInt64
+    /// Batches started (`new_batch`) by jobs of the journal or of this run: what `batch` may name.
+    var knownBatches: Set<JobID>
     /// A client's adds that run at once take their IDs in the order they came, per client
     /// (`Scheduler+AddTurns`).
     var addTurns: [ControlClientID: AddTurns] = [:]
@@ -155,6 +157,7 @@ actor Scheduler {
         self.owedAtStart = (survey.owedHooks, survey.owedDiscards)
         self.reservedNextID = store.nextID
         clientTokens = survey.clientTokens
+        knownBatches = survey.batches
         delayed = RetryCalendar(survey.delayed)
         ready = ReadyQueue(survey.ready)
         // Here, before the control socket serves anyone: a copy made for a job added while the

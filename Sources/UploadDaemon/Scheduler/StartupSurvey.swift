@@ -12,6 +12,8 @@ struct StartupSurvey: Sendable {
     var ready: [(id: JobID, place: QueuePlace)] = []
     var delayed: [JobID: Date] = [:]
     var clientTokens: [String: JobID] = [:]
+    /// The batches jobs belong to: those a `batch` in an add may name.
+    var batches = Set<JobID>()
     /// Copies in the cache that jobs still need.
     var cachedFiles = Set<String>()
     /// The jobs that need each pack of copies.
@@ -53,6 +55,7 @@ struct StartupSurvey: Sendable {
     /// Notes what `job` (not running) needs.
     mutating func take(_ job: Job, now: Date) {
         if let token = job.spec.clientToken { clientTokens[token] = job.id }
+        if let batch = job.spec.batch { batches.insert(batch) }
         if job.hookPending { owedHooks.append(job.id) }
         if job.state == .canceled && job.checkpoint != nil { owedDiscards.append(job.id) }
         // Completed and canceled jobs are done with their copies; a kill between their final
@@ -77,6 +80,7 @@ struct StartupSurvey: Sendable {
         ready += other.ready
         delayed.merge(other.delayed) { mine, _ in mine }
         clientTokens.merge(other.clientTokens) { mine, _ in mine }
+        batches.formUnion(other.batches)
         cachedFiles.formUnion(other.cachedFiles)
         packHolders.merge(other.packHolders) { $0.union($1) }
         owedHooks += other.owedHooks

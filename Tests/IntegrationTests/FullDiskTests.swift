@@ -349,7 +349,9 @@ final class FullDiskTests {
     /// files), so all passed the free-space check one after the other, and the last copies ran out
     /// of room halfway, which undid their adds although auto would have uploaded the originals.
     @Test func bigFilesAddedTogetherEachHoldTheSpaceOfTheirCopy() throws {
-        let (daemon, _) = try daemon("full-alongside", config: "", tmpfs: "200m", on: \.cacheDirectory)
+        // Slow uploads: no job may end (and free its copy's space) while the add still checks.
+        let (daemon, _) = try daemon(
+            "full-alongside", config: "[daemon]\nrate_limit = 16M\n", tmpfs: "200m", on: \.cacheDirectory)
         let paths = try (1...5).map { try file("big-\($0).bin", size: 40 << 20) }
         let folder = "full-alongside-\(UUID().uuidString.prefix(6))"
         let ids = try daemon.add(paths, to: "\(servers.nginxURL)/dav/\(folder)/")

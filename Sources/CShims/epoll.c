@@ -15,15 +15,20 @@ int CShims_eventfd(void) {
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
+/* Changed if `watched`, else added; told wrong (a socket number reused, a first arming), the
+   other operation. */
+static int add_or_change(int epoll, int fd, struct epoll_event *event, int watched) {
+    int result = epoll_ctl(epoll, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, event);
+    if (result != 0 && (errno == ENOENT || errno == EEXIST))
+        result = epoll_ctl(epoll, errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, event);
+    return result;
+}
+
 int CShims_epoll_watch(int epoll, int fd, int readable, int writable, int watched) {
     struct epoll_event event = {0};
     event.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
     event.data.fd = fd;
-    int result = epoll_ctl(epoll, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
-    // Told wrong (a socket number reused): the other operation.
-    if (result != 0 && (errno == ENOENT || errno == EEXIST))
-        result = epoll_ctl(epoll, errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event);
-    return result;
+    return add_or_change(epoll, fd, &event, watched);
 }
 
 int CShims_epoll_forget(int epoll, int fd) {
@@ -43,14 +48,12 @@ int CShims_epoll_wait(int epoll, int *fds, int *readiness, int capacity, int tim
     return count;
 }
 
-int CShims_epoll_arm_once(int epoll, int fd, uint64_t token, int readable, int writable, int added) {
+int CShims_epoll_arm_once(int epoll, int fd, uint64_t token, int readable, int writable) {
     struct epoll_event event = {0};
     event.events = EPOLLONESHOT | (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
     event.data.u64 = token;
-    int result = epoll_ctl(epoll, added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
-    if (result != 0 && (errno == ENOENT || errno == EEXIST))
-        result = epoll_ctl(epoll, errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event);
-    return result;
+    // Armed again far more often than added: a change first.
+    return add_or_change(epoll, fd, &event, 1);
 }
 
 int CShims_epoll_wait_tokens(int epoll, uint64_t *tokens, int *readiness, int capacity, int timeout_ms) {

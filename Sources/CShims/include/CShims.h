@@ -27,9 +27,9 @@ enum { CSHIMS_READABLE = 1, CSHIMS_WRITABLE = 2, CSHIMS_FAILED = 4 };
 /// Returns the count, 0 on timeout, or -1 with errno set.
 int CShims_epoll_wait(int epoll, int *fds, int *readiness, int capacity, int timeout_ms);
 /// Arms `fd` in `epoll` for one report (EPOLLONESHOT, level-triggered) of what is asked, under
-/// `token` rather than its number: changed if `added` (it is in the set already), else added.
-/// Errors and hang-ups are reported even when neither is asked. Returns 0 or -1 with errno set.
-int CShims_epoll_arm_once(int epoll, int fd, uint64_t token, int readable, int writable, int added);
+/// `token` rather than its number: changed, or added when not in the set yet. Errors and hang-ups
+/// are reported even when neither is asked. Returns 0 or -1 with errno set.
+int CShims_epoll_arm_once(int epoll, int fd, uint64_t token, int readable, int writable);
 /// CShims_epoll_wait for descriptors armed with CShims_epoll_arm_once: each ready one's token.
 int CShims_epoll_wait_tokens(int epoll, uint64_t *tokens, int *readiness, int capacity, int timeout_ms);
 

@@ -29,9 +29,7 @@ final class ControlConnection {
     let fd: Int32
     private let token: UInt64
     private let watcher: ReadinessWatcher
-    /// Whether `fd` is in the watcher's set, and what it is armed for (nil: for nothing, or its
-    /// report has come).
-    private var added = false
+    /// What `fd` is armed for (nil: for nothing, or its report has come).
     private var armed: (readable: Bool, writable: Bool)?
     /// A write would block: the rest of `output` waits until the socket is writable.
     private var wantsWritable = false
@@ -101,8 +99,7 @@ final class ControlConnection {
         guard readable || writable else { return }
         if let armed, armed.readable == readable, armed.writable == writable { return }
         do {
-            try watcher.arm(fd, token: token, readable: readable, writable: writable, added: added)
-            added = true
+            try watcher.arm(fd, token: token, readable: readable, writable: writable)
             armed = (readable, writable)
         } catch {
             Log.warning("control client on fd \(fd): \(error); disconnecting it")
@@ -225,7 +222,7 @@ final class ControlConnection {
     func shutDown() {
         guard !isClosed else { return }
         isClosed = true
-        if added { watcher.forget(fd) }
+        watcher.forget(fd)
         close(fd)
         onClose(self)
     }

@@ -14,7 +14,6 @@ final class ControlServer: @unchecked Sendable {
     private let listenFD: Int32
     private let handler: ControlHandler
     private var watcher: ReadinessWatcher?
-    private var listenerAdded = false
     private var stopped = false
     private var connections: [ControlClientID: ControlConnection] = [:]
     private var acceptPaused = false
@@ -44,7 +43,7 @@ final class ControlServer: @unchecked Sendable {
         queue.sync {
             guard !stopped else { return }
             stopped = true
-            if listenerAdded { watcher?.forget(listenFD) }
+            watcher?.forget(listenFD)
             for connection in Array(connections.values) { connection.shutDown() }
             watcher?.stop()
         }
@@ -66,8 +65,7 @@ final class ControlServer: @unchecked Sendable {
     private func armListener() {
         guard let watcher, !stopped, !acceptPaused else { return }
         do {
-            try watcher.arm(listenFD, token: Self.listenerToken, readable: true, writable: false, added: listenerAdded)
-            listenerAdded = true
+            try watcher.arm(listenFD, token: Self.listenerToken, readable: true, writable: false)
         } catch {
             Log.error("control socket: \(error); trying again in a moment")
             retryAcceptingSoon()

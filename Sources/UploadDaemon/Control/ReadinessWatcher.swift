@@ -37,7 +37,7 @@ final class ReadinessWatcher: Sendable {
         wakeFD = CShims_eventfd()
         precondition(epoll >= 0 && wakeFD >= 0, "epoll_create1 or eventfd failed: errno \(errno)")
         precondition(
-            CShims_epoll_arm_once(epoll, wakeFD, Self.wakeToken, 1, 0, 0) == 0, "epoll_ctl failed: errno \(errno)")
+            CShims_epoll_arm_once(epoll, wakeFD, Self.wakeToken, 1, 0) == 0, "epoll_ctl failed: errno \(errno)")
         // The thread holds the watcher until it ends, so the descriptors outlive it.
         NamedThread.start(name) { self.run(onReady: onReady) }
     }
@@ -48,14 +48,13 @@ final class ReadinessWatcher: Sendable {
     }
 
     /// Asks for one report when `fd` is readable or writable as asked (or fails), under `token`.
-    /// `added`: whether `fd` is in the set already (armed before and not forgotten).
-    func arm(_ fd: Int32, token: UInt64, readable: Bool, writable: Bool, added: Bool) throws(SystemError) {
-        guard CShims_epoll_arm_once(epoll, fd, token, readable ? 1 : 0, writable ? 1 : 0, added ? 1 : 0) == 0 else {
+    func arm(_ fd: Int32, token: UInt64, readable: Bool, writable: Bool) throws(SystemError) {
+        guard CShims_epoll_arm_once(epoll, fd, token, readable ? 1 : 0, writable ? 1 : 0) == 0 else {
             throw SystemError("epoll_ctl")
         }
     }
 
-    /// Takes `fd` out of the set; call before closing it.
+    /// Takes `fd` out of the set (if it is in it); call before closing it.
     func forget(_ fd: Int32) {
         _ = CShims_epoll_forget(epoll, fd)
     }

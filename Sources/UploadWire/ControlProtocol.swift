@@ -84,6 +84,9 @@ public struct RPCError: Codable, Sendable, Error, Equatable, CustomStringConvert
     public static let deniedCode = -32006
     /// daemon.reload: the config file has errors; the one in use stays.
     public static let configErrorCode = -32007
+    /// The daemon serves as many clients as it takes at once (sent with `id` null; the connection
+    /// then closes): try again once some have closed.
+    public static let busyCode = -32008
 
     public static func parseError(_ detail: String) -> RPCError {
         RPCError(code: parseErrorCode, message: "parse error: \(detail)")

@@ -19,6 +19,8 @@ public struct LineFramer: Sendable {
 
     /// Bytes buffered for a line not yet complete.
     public var bufferedCount: Int { pending.count }
+    /// The memory those bytes take (the buffer grows by doubling).
+    public var bufferCapacity: Int { pending.capacity }
 
     public mutating func feed(_ bytes: [UInt8]) -> [Output] { feed(bytes[...]) }
 

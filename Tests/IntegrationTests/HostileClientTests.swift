@@ -604,6 +604,70 @@ final class HostileClientTests {
         expectBounded(report)
     }
 
+    // MARK: All clients together
+
+    /// Unfinished lines from many clients, more than the daemon holds for all clients together
+    /// (128 MiB): the clients holding the most are disconnected until the rest fit, so the sum is
+    /// bounded, not only each connection's share.
+    @Test func unfinishedLinesPastWhatAllClientsMayHoldDisconnectTheGreediest() throws {
+        let count = 160
+        FileLimit.raise(to: 1024)
+        let logBefore = daemon.logLines(containing: "the most of all clients").count
+        var survivors = 0
+        let report = try MemoryReport.measure("\(count) clients holding 1 MiB partial lines", pid: daemon.pid) {
+            let clients = try (0..<count).map { _ in try RawClient(daemon.socket) }
+            let almostALine = [UInt8](repeating: UInt8(ascii: " "), count: ControlProtocol.maxLineLength - 1)
+            for client in clients { client.send(almostALine) }
+            try expectPromptStatus("with \(count) MiB of unfinished lines sent")
+            survivors = clients.filter { !$0.isClosed(within: 0.05) }.count
+            // The survivors are still served once they end their lines.
+            for (index, client) in clients.enumerated() where !client.isClosed(within: 0) {
+                client.send(line: "")
+                client.send(line: request(index, "daemon.hello"))
+                #expect((try? client.readResponse())?["id"] as? Int == index, "a client that fit is served")
+                break
+            }
+        }
+        let disconnected = daemon.logLines(containing: "the most of all clients").count - logBefore
+        print("\(count) clients of 1 MiB each: \(survivors) kept, \(disconnected) disconnected as the greediest")
+        #expect(survivors <= 128, "at most 128 MiB of unfinished lines are kept: \(survivors) clients")
+        #expect(survivors >= 32, "only as many clients as needed are disconnected: \(survivors) kept")
+        #expect(disconnected == count - survivors, "each disconnection is logged")
+        try expectPromptStatus("after the greediest clients were disconnected")
+        #expect(report.peak - report.before < 192 << 10, "the 128 MiB budget bounds the daemon's growth: \(report)")
+        #expect(report.after - report.before < Self.afterGrowthLimitKiB, "\(report)")
+        #expect(kill(daemon.pid, 0) == 0, "the daemon is still running")
+    }
+
+    /// More clients at once than the daemon serves (half its descriptor limit, here 128 of 256):
+    /// one more is told why and closed, and is served once another has left.
+    @Test func clientsBeyondTheLimitAreToldWhyAndServedOnceOthersLeave() throws {
+        daemon.stop()
+        daemon.launcher = ["/usr/bin/prlimit", "--nofile=256:256", "--"]
+        try daemon.start()
+        let limit = 128
+        var clients: [RawClient] = []
+        var served = 0
+        for index in 0..<limit {
+            let client = try RawClient(daemon.socket)
+            client.send(line: request(index, "daemon.hello"))
+            if (try? client.readResponse())?["id"] as? Int == index { served += 1 }
+            clients.append(client)
+        }
+        #expect(served == limit, "\(limit) clients at once are served")
+        let extra = try RawClient(daemon.socket)
+        let refusal = try extra.readResponse()
+        print("client \(limit + 1): \(refusal)")
+        #expect(Self.errorCode(refusal) == RPCError.busyCode, "\(refusal)")
+        #expect(extra.isClosed(within: 5), "the client over the limit is closed")
+        let ctl = try daemon.ctl(["status"])
+        print("uploadctl status with \(limit) clients connected: \(ctl)")
+        #expect(ctl.status != 0 && ctl.stderr.contains("as many clients as it takes at once (\(limit))"), "\(ctl)")
+        #expect(daemon.logLines(containing: "refusing more").count == 1, "said once, not for each client refused")
+        clients.removeFirst()
+        #expect(eventually(timeout: 10) { (try? daemon.ctl(["status"]))?.status == 0 }, "served once one has left")
+    }
+
     // MARK: Descriptor limits
 
     /// The daemon raises its soft RLIMIT_NOFILE to the hard limit at start, so a few hundred clients

@@ -10,11 +10,12 @@ struct ConnectionOutboxTests {
     @Test func onlyThePostThatFindsItIdleSchedulesATake() {
         let outbox = ConnectionOutbox()
         #expect(outbox.post(.event(Array("a\n".utf8))))
-        #expect(!outbox.post(.finished(answer: nil)))
+        #expect(!outbox.post(.finished(answer: nil, requestBytes: 1)))
         #expect(!outbox.post(.event(Array("b\n".utf8))))
         let taken = outbox.take()
         #expect(taken.count == 3)
-        guard case .event(let first) = taken[0], case .finished(nil) = taken[1], case .event(let last) = taken[2] else {
+        guard case .event(let first) = taken[0], case .finished(nil, 1) = taken[1], case .event(let last) = taken[2]
+        else {
             Issue.record("items out of order: \(taken)")
             return
         }
@@ -119,7 +120,8 @@ extension ControlConnection {
         }
         queue.sync {
             connection = ControlConnection(
-                fd: fd, token: 1, watcher: watcher, onRequest: { _, _ in }, onClose: { _ in onClose() })
+                fd: fd, token: 1, watcher: watcher, budget: ControlBudget(), onRequest: { _, _ in },
+                onClose: { _ in onClose() })
             connection!.start()
         }
         return (queue.sync { connection! }, watcher)

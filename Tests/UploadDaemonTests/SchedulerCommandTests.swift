@@ -309,7 +309,6 @@ struct SchedulerCommandTests {
         }
         let narrow = try #require(JobFields(names: ["id", "state", "error"]))
         let bytes = try #require(JobFields(names: ["id", "state", "bytes_total"]))
-        let owners = [NSObject(), NSObject(), NSObject()]
         harness.events.subscribeNewClient(subscriber("narrow", narrow))
         harness.events.subscribeNewClient(subscriber("bytes", bytes))
         harness.events.subscribeNewClient(subscriber("whole", nil))

@@ -56,7 +56,7 @@ __all__ = [
     "resolve_socket_path", "join_destination", "TERMINAL_STATES", "JOB_STATES", "EVENT_KINDS",
     "CODE_PARSE_ERROR", "CODE_INVALID_REQUEST", "CODE_METHOD_NOT_FOUND", "CODE_INVALID_PARAMS",
     "CODE_INTERNAL_ERROR", "CODE_JOB_NOT_FOUND", "CODE_INVALID_TRANSITION", "CODE_SOURCE_ERROR",
-    "CODE_NO_SPACE", "CODE_SHUTTING_DOWN", "CODE_DENIED", "CODE_CONFIG_ERROR",
+    "CODE_NO_SPACE", "CODE_SHUTTING_DOWN", "CODE_DENIED", "CODE_CONFIG_ERROR", "CODE_BUSY",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -97,6 +97,8 @@ CODE_SHUTTING_DOWN = -32005
 CODE_DENIED = -32006
 #: ``daemon.reload``: the config file has errors; the config in use stays.
 CODE_CONFIG_ERROR = -32007
+#: The daemon serves as many clients at once as it takes; try again once some have closed.
+CODE_BUSY = -32008
 
 # --------------------------------------------------------------------------------------------
 # Errors

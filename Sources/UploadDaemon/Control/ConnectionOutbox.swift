@@ -8,8 +8,8 @@ import Synchronization
 final class ConnectionOutbox: Sendable {
     enum Item: Sendable {
         case event([UInt8])
-        /// A request was answered (nil: a notification, nothing to send).
-        case finished(answer: [UInt8]?)
+        /// A request of `requestBytes` was answered (nil: a notification, nothing to send).
+        case finished(answer: [UInt8]?, requestBytes: Int)
     }
 
     private struct Contents {

@@ -13,7 +13,9 @@ import UploadWire
 /// or `maxInFlightBytes` of request lines being worked on, or with more than `outputHighWater`
 /// bytes of answers it has not read, is not read from until that drains. A client that still has
 /// more than `maxOutput` unread when the next line comes (a subscriber that never reads its
-/// events) is disconnected.
+/// events) is disconnected. What all clients cost together is bounded by the server's
+/// `ControlBudget`: a line that does not fit in it waits, and the bytes held for this client (its
+/// unread output and its unfinished line) count towards it.
 final class ControlConnection {
     static let maxInFlight = 256
     static let maxInFlightBytes = 1 << 20
@@ -29,6 +31,11 @@ final class ControlConnection {
     let fd: Int32
     private let token: UInt64
     private let watcher: ReadinessWatcher
+    private let budget: ControlBudget
+    /// What `budget` last heard this client holds.
+    private var heldReported = 0
+    /// The client waits for room in `budget` (it is on the budget's waiting list).
+    private var waitsForBudget = false
     /// What `fd` is armed for (nil: for nothing, or its report has come).
     private var armed: (readable: Bool, writable: Bool)?
     /// A write would block: the rest of `output` waits until the socket is writable.
@@ -66,14 +73,15 @@ final class ControlConnection {
     private let onClose: (ControlConnection) -> Void
 
     /// `token`: what the watcher's reports about `fd` carry; call `start` once the server can route
-    /// them here.
+    /// them here. `onRequest` must count the request in `budget`.
     init(
-        fd: Int32, token: UInt64, watcher: ReadinessWatcher,
+        fd: Int32, token: UInt64, watcher: ReadinessWatcher, budget: ControlBudget,
         onRequest: @escaping (ControlConnection, [UInt8]) -> Void, onClose: @escaping (ControlConnection) -> Void
     ) {
         self.fd = fd
         self.token = token
         self.watcher = watcher
+        self.budget = budget
         self.onRequest = onRequest
         self.onClose = onClose
     }
@@ -114,7 +122,7 @@ final class ControlConnection {
         for item in items {
             switch item {
             case .event(let bytes): sendEvent(bytes)
-            case .finished(let answer): requestFinished(answer: answer)
+            case .finished(let answer, _): requestFinished(answer: answer)
             }
         }
         flushWaitsFor = 0
@@ -135,10 +143,14 @@ final class ControlConnection {
             || output.count - outputOffset >= Self.outputHighWater
     }
 
-    /// Hands waiting lines on while the client's budget allows.
+    /// Hands waiting lines on while the client's limits and the server's budget allow.
     private func dispatchWaitingLines() {
         while waitingHead < waitingLines.count && !mustWait && !isClosed {
             let line = waitingLines[waitingHead]
+            guard budget.hasRoom(forRequestOf: line.count) else {
+                waitForBudget()
+                break
+            }
             waitingHead += 1
             inFlight += 1
             inFlightBytes += line.count
@@ -148,6 +160,15 @@ final class ControlConnection {
         if waitingHead == waitingLines.count {
             waitingLines.removeAll(keepingCapacity: false)
             waitingHead = 0
+        }
+    }
+
+    private func waitForBudget() {
+        guard !waitsForBudget else { return }
+        waitsForBudget = true
+        budget.waitForRoom { [self] in
+            waitsForBudget = false
+            resumeReadingIfDrained()
         }
     }
 
@@ -224,10 +245,25 @@ final class ControlConnection {
         isClosed = true
         watcher.forget(fd)
         close(fd)
+        reportHeldBytes()
         onClose(self)
     }
 
+    /// Bytes held for the client: output it has not read, and the buffer of the line it has not
+    /// finished.
+    var heldBytes: Int { isClosed ? 0 : output.count - outputOffset + framer.bufferCapacity }
+
+    /// Tells the budget what the client holds now, once it may have changed.
+    private func reportHeldBytes() {
+        let held = heldBytes
+        guard held != heldReported else { return }
+        let delta = held - heldReported
+        heldReported = held
+        budget.heldChanged(by: delta)
+    }
+
     private func readAvailable() {
+        defer { reportHeldBytes() }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while !isClosed && !readSuspended {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -261,6 +297,7 @@ final class ControlConnection {
     }
 
     private func flush() {
+        defer { reportHeldBytes() }
         guard output.count - outputOffset >= flushWaitsFor else { return }
         while outputOffset < output.count {
             let written = output.withUnsafeBytes {

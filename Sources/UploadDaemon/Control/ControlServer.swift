@@ -7,7 +7,8 @@ import UploadWire
 /// Accepts clients on the control socket and serves them on one serial queue; a thread of its own
 /// (`ReadinessWatcher`) says which descriptors are ready.
 ///
-/// Only clients with the daemon's own uid (SO_PEERCRED) are served, whatever the socket's mode.
+/// Only clients with the daemon's own uid (SO_PEERCRED) are served, whatever the socket's mode,
+/// and all of them together within a `ControlBudget`.
 final class ControlServer: @unchecked Sendable {
     // Invariant: everything but `queue`, `listenFD` and `handler` is touched only on `queue`.
     private let queue = DispatchQueue(label: "uploadd.control")
@@ -16,15 +17,20 @@ final class ControlServer: @unchecked Sendable {
     private var watcher: ReadinessWatcher?
     private var stopped = false
     private var connections: [ControlClientID: ControlConnection] = [:]
+    private let budget: ControlBudget
+    private var overspendCheckScheduled = false
+    /// Said once each time the clients reach `budget.maxClients`, not for every client refused.
+    private var reportedClientLimit = false
     private var acceptPaused = false
     /// The listening socket's token in the watcher's reports; clients' are their numbers (from 1).
     private static let listenerToken: UInt64 = 0
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
 
-    init(listenFD: Int32, handler: ControlHandler) {
+    init(listenFD: Int32, handler: ControlHandler, budget: ControlBudget = ControlBudget()) {
         self.listenFD = listenFD
         self.handler = handler
+        self.budget = budget
     }
 
     func start() {
@@ -34,6 +40,7 @@ final class ControlServer: @unchecked Sendable {
         }
         queue.sync {
             self.watcher = watcher
+            budget.onOverspent = { [unowned self] in scheduleOverspendCheck() }
             armListener()
         }
     }
@@ -91,18 +98,21 @@ final class ControlServer: @unchecked Sendable {
             guard CShims_peer_credentials(fd, &pid, &uid, &gid) == 0, uid == getuid() else {
                 Log.warning(
                     "control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
-                let error = RPCError(
-                    code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user")
-                var bytes = ControlHandler.answerLine(RPCResponse(id: .null, error: error))
-                _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                close(fd)
+                refuse(
+                    fd,
+                    RPCError(code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user"))
                 continue
             }
             reportedDescriptorShortage = false
+            guard connections.count < budget.maxClients else {
+                refuseOverLimit(fd)
+                continue
+            }
+            reportedClientLimit = false
             let id = ControlClientID.next()
             handler.connectionOpened(id)
             let connection = ControlConnection(
-                fd: fd, token: id.number, watcher: watcher!,
+                fd: fd, token: id.number, watcher: watcher!, budget: budget,
                 onRequest: { [unowned self] connection, line in dispatch(line, from: connection, id: id) },
                 onClose: { [unowned self] _ in
                     connections[id] = nil
@@ -110,6 +120,42 @@ final class ControlServer: @unchecked Sendable {
                 })
             connections[id] = connection
             connection.start()
+        }
+    }
+
+    /// Tells a client it is not served, and closes it. The line fits in the socket's buffer.
+    private func refuse(_ fd: Int32, _ error: RPCError) {
+        var bytes = ControlHandler.answerLine(RPCResponse(id: .null, error: error))
+        _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
+    }
+
+    private func refuseOverLimit(_ fd: Int32) {
+        if !reportedClientLimit {
+            reportedClientLimit = true
+            Log.warning(
+                "control socket: \(budget.maxClients) clients connected, the most served at once; refusing more")
+        }
+        refuse(fd, RPCError(code: RPCError.busyCode, message: budget.refusal))
+    }
+
+    /// The bytes held for clients grew past the budget: once the work at hand is done, the clients
+    /// holding the most are disconnected until the rest fit.
+    private func scheduleOverspendCheck() {
+        guard !overspendCheckScheduled else { return }
+        overspendCheckScheduled = true
+        queue.async { [weak self] in self?.disconnectGreediestWhileOverspent() }
+    }
+
+    private func disconnectGreediestWhileOverspent() {
+        overspendCheckScheduled = false
+        while budget.isOverspent,
+            let greediest = connections.values.max(by: { $0.heldBytes < $1.heldBytes }), greediest.heldBytes > 0
+        {
+            Log.warning(
+                "control client on fd \(greediest.fd) holds \(greediest.heldBytes >> 10) KiB (unread or unfinished), the most of all clients, who hold more than the \(budget.maxHeldBytes >> 20) MiB allowed together; disconnecting it"
+            )
+            greediest.shutDown()
         }
     }
 
@@ -141,16 +187,22 @@ final class ControlServer: @unchecked Sendable {
         let queue = queue
         let post: @Sendable (ConnectionOutbox.Item) -> Void = { [weak self] item in
             guard outbox.post(item) else { return }
-            queue.async { [weak self] in
-                let items = outbox.take()
-                self?.connections[id]?.receive(items)
-            }
+            queue.async { [weak self] in self?.deliver(outbox.take(), to: id) }
         }
         let handler = handler
+        let requestBytes = line.count
+        budget.requestStarted(bytes: requestBytes)
         Task {
             let client = ControlHandler.Client(id: id, deliver: { post(.event($0)) })
             let answer = await handler.handle(line: line, client: client)
-            post(.finished(answer: answer))
+            post(.finished(answer: answer, requestBytes: requestBytes))
         }
+    }
+
+    /// Hands a connection what its outbox held, once the budget has taken back its requests that
+    /// ended: whether or not the client is still there to read the answers.
+    private func deliver(_ items: [ConnectionOutbox.Item], to id: ControlClientID) {
+        for case .finished(_, let requestBytes) in items { budget.requestEnded(bytes: requestBytes) }
+        connections[id]?.receive(items)
     }
 }

@@ -111,6 +111,7 @@ final class Daemon: Sendable {
     {
         signal(SIGPIPE, SIG_IGN)
         HeapTrimmer.limitArenas()
+        LeftoverCopies.noteDaemonStart()
         // Our own files (journal, snapshots) are private; `file://` copies get the user's umask.
         let userUmask = umask(0o077)
         raiseFileLimit()

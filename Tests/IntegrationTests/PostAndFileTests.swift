@@ -82,6 +82,9 @@ final class PostAndFileTests {
         // Written after the daemon started, as another daemon's copy in progress would be.
         sleep(1)
         try "partial, growing".write(toFile: inProgress, atomically: false, encoding: .utf8)
+        // The first copy into the folder comes a second later: the daemon's start is its own, not
+        // its first copy's (which once took a file written in between for a leftover).
+        sleep(1)
         let path = files.appendingPathComponent("after-a-crash.bin").path
         try makeRandomFile(at: path, size: 1000)
         let id = try daemon.add([path], to: "file://\(folder.path)/")[0]

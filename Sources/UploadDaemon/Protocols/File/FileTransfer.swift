@@ -190,7 +190,12 @@ enum LeftoverCopies {
     private static let prefix = ".uploadd-"
     private static let suffix = ".part"
     private static let swept = Mutex<Set<String>>([])
+    /// When this daemon started (a global, set at its first use: `noteDaemonStart`).
     private static let started = time(nil)
+
+    /// Sets `started` now. Left to the first copy, the time was that copy's, and a file another
+    /// daemon wrote between this one's start and its first copy into the folder went as a leftover.
+    static func noteDaemonStart() { _ = started }
 
     /// `.uploadd-7-0123456789abcdef.part`.
     static func temporaryName(for job: JobID) -> String {
@@ -207,7 +212,6 @@ enum LeftoverCopies {
 
     /// Removes the leftovers in `directory`, once per folder while the daemon runs.
     static func sweepOnce(_ directory: OpenDirectory) {
-        _ = started  // set at the first copy at the latest, before any of this run's files exist
         guard swept.withLock({ $0.insert(directory.path).inserted }) else { return }
         let listing = fcntl(directory.fd, F_DUPFD_CLOEXEC, 0)
         guard listing >= 0, let stream = fdopendir(listing) else {

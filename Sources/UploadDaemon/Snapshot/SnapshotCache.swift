@@ -14,10 +14,14 @@ struct SnapshotCache: Sendable {
     let packs = PackHolders()
     /// A copy never takes the last 64 MiB of its file system: room for everything else.
     static let copyReserve: Int64 = 64 << 20
+    /// What the copies being made will take; every copy claims its room here first.
+    let claims: SpaceClaims
 
     init(cacheDirectory: String) {
-        directory = cacheDirectory + "/snapshots"
+        let directory = cacheDirectory + "/snapshots"
+        self.directory = directory
         preparedDirectory = cacheDirectory + "/prepared"
+        claims = SpaceClaims { FileOps.availableBytes(at: directory) }
     }
 
     func prepare() throws {
@@ -131,7 +135,18 @@ struct SnapshotCache: Sendable {
             snapshot.cachedCopy = Self.identity(of: targetFD)
             return (snapshot, nil)
         }
-        if let free = FileOps.availableBytes(at: directory), free < original.size + Self.copyReserve {
+        // The copy's room is taken at once (fallocate): the next file's check sees it gone, and
+        // the copy cannot fill the disk halfway.
+        let claim: SpaceClaims.Outcome
+        do {
+            claim = try claims.claim(original.size, keeping: Self.copyReserve) { () throws(SystemError) in
+                try FileOps.reserve(targetFD, size: original.size, path: target)
+            }
+        } catch {
+            if error.isNoSpace && mode == .auto { return (original, nil) }
+            throw Self.copyFailure(error, copying: source)
+        }
+        if case .noRoom(let free) = claim {
             if mode == .auto { return (original, nil) }
             throw TransferFailure(
                 JobError(
@@ -140,20 +155,21 @@ struct SnapshotCache: Sendable {
                         + " \(ByteSize.format(free)) free; free some space or add it with --snapshot none"),
                 retryable: false)
         }
+        // Not taken ahead (a file system that cannot): claimed until the copy is written here, or
+        // only until it starts when it is made alongside the upload.
+        defer { if claim == .claimed { claims.release(original.size) } }
         var snapshot = SourceSnapshot(
             kind: .copy, path: target, size: original.size, device: original.device, inode: original.inode,
             modificationTimeNanoseconds: original.modificationTimeNanoseconds)
         if alongside {
-            // Full size at once: the file is never shorter than the job, and only what the copier
-            // has written is ever read (`GrowingCopy.copiedBytes`). Its blocks are taken now: the
-            // next file's check above sees them gone, and the copy cannot fill the disk halfway.
+            // Full size already (the room taken above): the file is never shorter than the job,
+            // and only what the copier has written is ever read (`GrowingCopy.copiedBytes`).
             let copySource = fcntl(sourceFD, F_DUPFD_CLOEXEC, 0)
             let copyTarget = fcntl(targetFD, F_DUPFD_CLOEXEC, 0)
-            guard copySource >= 0, copyTarget >= 0, FileOps.reserve(targetFD, size: original.size) else {
-                let error = SystemError("size", path: target)
+            guard copySource >= 0, copyTarget >= 0 else {
+                let error = SystemError("duplicate descriptor for", path: target)
                 if copySource >= 0 { close(copySource) }
                 if copyTarget >= 0 { close(copyTarget) }
-                if error.isNoSpace && mode == .auto { return (original, nil) }
                 throw TransferFailure(
                     JobError(code: "io", message: "snapshot of \(source): \(error)"), retryable: false)
             }

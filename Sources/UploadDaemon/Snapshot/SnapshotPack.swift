@@ -41,10 +41,17 @@ extension SnapshotCache {
         let path = packPath(named: first.id)
         // The room a copy of each would need, and the same 64 MiB left for everything else.
         let total = files.reduce(0) { $0 + $1.size }
-        guard let free = FileOps.availableBytes(at: directory), free >= total + Self.copyReserve,
-            let pack = try? FileOps.createFresh(path, operation: "create snapshot pack")
-        else { return nil }
+        guard let pack = try? FileOps.createFresh(path, operation: "create snapshot pack") else { return nil }
         defer { close(pack) }
+        // Its room taken at once, as a single copy's (`SpaceClaims`); cut to what was copied below.
+        let claim = try? claims.claim(total, keeping: Self.copyReserve) { () throws(SystemError) in
+            try FileOps.reserve(pack, size: total, path: path)
+        }
+        guard let claim, claim == .taken || claim == .claimed else {
+            unlink(path)
+            return nil
+        }
+        defer { if claim == .claimed { claims.release(total) } }
         var results: [Result<SourceSnapshot, TransferFailure>] = []
         var end: Int64 = 0
         var writtenBack: Int64 = 0
@@ -58,13 +65,17 @@ extension SnapshotCache {
                 writtenBack = end
             }
         }
-        // One fsync for every copy in the pack, before any of their adds is journaled. fsync, not
-        // fdatasync: the pack's mtime is part of its identity, as a copy's is.
         let packed = results.contains { (try? $0.get())?.isPacked == true }
-        guard packed, fsync(pack) == 0, let identity = Self.identity(of: pack) else {
-            let error = SystemError("fsync", path: path)
+        guard packed else {
             unlink(path)
-            guard packed else { return results }
+            return results
+        }
+        // The room taken for files that were not copied after all goes back. Then one fsync for
+        // every copy in the pack, before any of their adds is journaled. fsync, not fdatasync: the
+        // pack's mtime is part of its identity, as a copy's is.
+        guard ftruncate(pack, off_t(end)) == 0, fsync(pack) == 0, let identity = Self.identity(of: pack) else {
+            let error = SystemError("sync", path: path)
+            unlink(path)
             let failure = TransferFailure.io("snapshot pack: \(error)", noSpace: error.isNoSpace, retryable: false)
             return results.map { (try? $0.get())?.isPacked == true ? .failure(failure) : $0 }
         }

@@ -104,13 +104,14 @@ enum FileOps {
 
     /// Makes `fd` `size` bytes long with its blocks taken at once (fallocate), so that what is
     /// written into it later cannot run out of space halfway, and the free space every later check
-    /// sees counts it. Where the file system cannot (NFS, FUSE: EOPNOTSUPP), the file is only made
-    /// that long, sparse. ENOSPC when the space is not there.
-    static func reserve(_ fd: Int32, size: Int64) -> Bool {
+    /// sees counts it: true. Where the file system cannot (NFS, FUSE: EOPNOTSUPP), the file is only
+    /// made that long, sparse: false. Throws ENOSPC when the space is not there.
+    static func reserve(_ fd: Int32, size: Int64, path: String) throws(SystemError) -> Bool {
         guard size > 0 else { return true }
         if CShims_fallocate(fd, size) == 0 { return true }
-        guard errno == EOPNOTSUPP || errno == ENOSYS else { return false }
-        return ftruncate(fd, off_t(size)) == 0
+        guard errno == EOPNOTSUPP || errno == ENOSYS else { throw SystemError("reserve space for", path: path) }
+        guard ftruncate(fd, off_t(size)) == 0 else { throw SystemError("size", path: path) }
+        return false
     }
 
     /// Free bytes for an unprivileged user on the file system holding `path`.

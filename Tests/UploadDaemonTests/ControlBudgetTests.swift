@@ -187,6 +187,32 @@ struct ControlBudgetServerTests {
         await harness.stop()
     }
 
+    /// One answer bigger than the whole budget (`job.list` of a million jobs is ~140 MB, over the
+    /// daemon's 128 MiB) is what its request costs, not a backlog: it arrives whole. The full
+    /// benchmark's queue of a million jobs found the budget cutting it off.
+    @Test func anAnswerBiggerThanTheHeldBudgetArrivesWhole() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let path = harness.directory.path + "/run/control.sock"
+        let server = ControlServer(
+            listenFD: try ControlSocket.listen(at: path), handler: ControlHandlerTests.handler(harness),
+            budget: ControlBudget(maxHeldBytes: 256 << 10))
+        server.start()
+        let count = 2_000
+        let answer = try await Sockets.offThePool { () throws -> String in
+            let fd = try Self.connect(to: path)
+            defer { close(fd) }
+            let batch = (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"daemon.hello"}"# }
+            Sockets.send("[" + batch.joined(separator: ",") + "]", to: fd)
+            usleep(300_000)  // unread meanwhile: the whole answer waits in the daemon
+            return Sockets.readLine(from: fd) ?? ""
+        }
+        #expect(answer.utf8.count > 256 << 10, "the test needs an answer over the budget: \(answer.utf8.count) bytes")
+        let replies = (try? JSONSerialization.jsonObject(with: Data(answer.utf8))) as? [[String: Any]]
+        #expect(replies?.count == count, "the whole answer arrived")
+        server.stop()
+        await harness.stop()
+    }
+
     @Test func pastTheHeldBudgetTheClientHoldingTheMostIsDisconnected() async throws {
         let harness = try await SchedulerHarness(start: false)
         let path = harness.directory.path + "/run/control.sock"

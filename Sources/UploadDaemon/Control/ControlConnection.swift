@@ -249,9 +249,14 @@ final class ControlConnection {
         onClose(self)
     }
 
-    /// Bytes held for the client: output it has not read, and the buffer of the line it has not
-    /// finished.
-    var heldBytes: Int { isClosed ? 0 : output.count - outputOffset + framer.bufferCapacity }
+    /// Bytes held for the client, as the server's budget counts them: output it has not read but
+    /// the rest of the answer it is being sent (one answer may be bigger than the whole budget:
+    /// `job.list` of a million jobs is ~140 MB), and the buffer of the line it has not finished.
+    var heldBytes: Int {
+        guard !isClosed else { return 0 }
+        let answerBeingSent = answersHead < answers.count ? answers[answersHead].count : 0
+        return output.count - outputOffset - answerBeingSent + framer.bufferCapacity
+    }
 
     /// Tells the budget what the client holds now, once it may have changed.
     private func reportHeldBytes() {

@@ -103,6 +103,29 @@ struct ControlBudgetServerTests {
         return fd
     }
 
+    /// Serves a control socket with `budget` (and the handler as `adjust` leaves it), runs `body`
+    /// with the socket's path on a thread of its own, and stops the server.
+    private static func serving<Result: Sendable>(
+        _ budget: ControlBudget, adjust: (inout ControlHandler) -> Void = { _ in },
+        _ body: @escaping @Sendable (String) throws -> Result
+    ) async throws -> Result {
+        let harness = try await SchedulerHarness(start: false)
+        let path = harness.directory.path + "/run/control.sock"
+        var handler = ControlHandlerTests.handler(harness)
+        adjust(&handler)
+        let server = ControlServer(listenFD: try ControlSocket.listen(at: path), handler: handler, budget: budget)
+        server.start()
+        let result: Swift.Result<Result, any Error>
+        do {
+            result = .success(try await Sockets.offThePool { try body(path) })
+        } catch {
+            result = .failure(error)
+        }
+        server.stop()
+        await harness.stop()
+        return try result.get()
+    }
+
     /// Whether the daemon closed `fd` (nothing is left to read on it), without waiting.
     private static func isClosed(_ fd: Int32) -> Bool {
         var byte: UInt8 = 0
@@ -110,13 +133,8 @@ struct ControlBudgetServerTests {
     }
 
     @Test func aClientOverTheLimitIsToldSoAndTheNextIsServedOnceOneLeaves() async throws {
-        let harness = try await SchedulerHarness(start: false)
-        let path = harness.directory.path + "/run/control.sock"
         let budget = ControlBudget(descriptorLimit: 32)
-        let server = ControlServer(
-            listenFD: try ControlSocket.listen(at: path), handler: ControlHandlerTests.handler(harness), budget: budget)
-        server.start()
-        let seen = try await Sockets.offThePool { () throws -> (served: Int, refusal: String, later: String) in
+        let seen = try await Self.serving(budget) { path throws -> (served: Int, refusal: String, later: String) in
             var clients: [Int32] = []
             var served = 0
             for index in 0..<16 {
@@ -148,20 +166,13 @@ struct ControlBudgetServerTests {
         #expect(seen.refusal.contains("(16)") && seen.refusal.contains("try again"), "says why: \(seen.refusal)")
         #expect(seen.refusal.hasSuffix("(closed)"), "the 17th is closed: \(seen.refusal)")
         #expect(seen.later.contains("\"result\""), "one left: the next is served: \(seen.later)")
-        server.stop()
-        await harness.stop()
     }
 
     @Test func requestsOverTheBudgetWaitTheirTurnAndAreThenAnswered() async throws {
-        let harness = try await SchedulerHarness(start: false)
         let reload = ControlServerTests.HeldReload()
-        var handler = ControlHandlerTests.handler(harness)
-        handler.reload = { await reload.run() }
-        let path = harness.directory.path + "/run/control.sock"
-        let server = ControlServer(
-            listenFD: try ControlSocket.listen(at: path), handler: handler, budget: ControlBudget(maxRequests: 2))
-        server.start()
-        let seen = try await Sockets.offThePool { () throws -> (early: String, late: String, reloads: [String]) in
+        let seen = try await Self.serving(ControlBudget(maxRequests: 2), adjust: { $0.reload = { await reload.run() } })
+        {
+            path throws -> (early: String, late: String, reloads: [String]) in
             let holder = try Self.connect(to: path)
             let other = try Self.connect(to: path)
             defer {
@@ -183,22 +194,14 @@ struct ControlBudgetServerTests {
         #expect(seen.early.isEmpty, "two requests held the whole budget, yet another was answered: \(seen.early)")
         #expect(seen.late.contains(#""id":"waits""#) && seen.late.contains("\"result\""), "\(seen.late)")
         #expect(seen.reloads.allSatisfy { $0.contains("\"result\"") }, "\(seen.reloads)")
-        server.stop()
-        await harness.stop()
     }
 
     /// One answer bigger than the whole budget (`job.list` of a million jobs is ~140 MB, over the
     /// daemon's 128 MiB) is what its request costs, not a backlog: it arrives whole. The full
     /// benchmark's queue of a million jobs found the budget cutting it off.
     @Test func anAnswerBiggerThanTheHeldBudgetArrivesWhole() async throws {
-        let harness = try await SchedulerHarness(start: false)
-        let path = harness.directory.path + "/run/control.sock"
-        let server = ControlServer(
-            listenFD: try ControlSocket.listen(at: path), handler: ControlHandlerTests.handler(harness),
-            budget: ControlBudget(maxHeldBytes: 256 << 10))
-        server.start()
         let count = 2_000
-        let answer = try await Sockets.offThePool { () throws -> String in
+        let answer = try await Self.serving(ControlBudget(maxHeldBytes: 256 << 10)) { path throws -> String in
             let fd = try Self.connect(to: path)
             defer { close(fd) }
             let batch = (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"daemon.hello"}"# }
@@ -209,18 +212,11 @@ struct ControlBudgetServerTests {
         #expect(answer.utf8.count > 256 << 10, "the test needs an answer over the budget: \(answer.utf8.count) bytes")
         let replies = (try? JSONSerialization.jsonObject(with: Data(answer.utf8))) as? [[String: Any]]
         #expect(replies?.count == count, "the whole answer arrived")
-        server.stop()
-        await harness.stop()
     }
 
     @Test func pastTheHeldBudgetTheClientHoldingTheMostIsDisconnected() async throws {
-        let harness = try await SchedulerHarness(start: false)
-        let path = harness.directory.path + "/run/control.sock"
-        let server = ControlServer(
-            listenFD: try ControlSocket.listen(at: path), handler: ControlHandlerTests.handler(harness),
-            budget: ControlBudget(maxHeldBytes: 1 << 20))
-        server.start()
-        let seen = try await Sockets.offThePool { () throws -> (greedyClosed: Bool, other: String) in
+        let seen = try await Self.serving(ControlBudget(maxHeldBytes: 1 << 20)) {
+            path throws -> (greedyClosed: Bool, other: String) in
             let greedy = try Self.connect(to: path)
             let modest = try Self.connect(to: path)
             defer {
@@ -239,7 +235,5 @@ struct ControlBudgetServerTests {
         }
         #expect(seen.greedyClosed, "the client holding 700 KiB is disconnected")
         #expect(seen.other.contains(#""id":"still""#) && seen.other.contains("\"result\""), "\(seen.other)")
-        server.stop()
-        await harness.stop()
     }
 }

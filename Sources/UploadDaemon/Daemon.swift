@@ -114,7 +114,7 @@ final class Daemon: Sendable {
         LeftoverCopies.noteDaemonStart()
         // Our own files (journal, snapshots) are private; `file://` copies get the user's umask.
         let userUmask = umask(0o077)
-        raiseFileLimit()
+        let descriptorLimit = raiseFileLimit()
         try FileOps.preparePrivateDirectory(options.stateDirectory, what: "the state directory", option: "--state-dir")
         try FileOps.preparePrivateDirectory(options.cacheDirectory, what: "the cache directory", option: "--cache-dir")
         let stateLock = try DirectoryLock.acquire(directory: options.stateDirectory, for: .state)
@@ -205,7 +205,8 @@ final class Daemon: Sendable {
                         stateDirectory: "", cacheDirectory: "", socket: "", journalBytes: 0, journalDamage: nil,
                         configWarnings: [], configErrors: [])
             })
-        let server = ControlServer(listenFD: listenFD, handler: handler)
+        let server = ControlServer(
+            listenFD: listenFD, handler: handler, budget: ControlBudget(descriptorLimit: descriptorLimit))
         let daemon = Daemon(
             options: options, environment: environment, notifier: notifier, stateLock: stateLock, cacheLock: cacheLock,
             journal: journal, http: http,
@@ -306,12 +307,18 @@ private final class DaemonReference: @unchecked Sendable {
 }
 
 /// Many clients at once need many descriptors: raise the soft limit to the hard one, as systemd
-/// recommends for services (the 1024 soft default exists only for select()).
-private func raiseFileLimit() {
+/// recommends for services (the 1024 soft default exists only for select()). Returns the soft
+/// limit in force (RLIM_INFINITY, all ones, as the most an Int holds).
+private func raiseFileLimit() -> Int {
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
-        Log.warning("cannot raise the open files limit: \(SystemError("setrlimit"))")
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+    if limit.rlim_cur < limit.rlim_max {
+        let soft = limit.rlim_cur
+        limit.rlim_cur = limit.rlim_max
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            Log.warning("cannot raise the open files limit: \(SystemError("setrlimit"))")
+            limit.rlim_cur = soft
+        }
     }
+    return Int(clamping: limit.rlim_cur)
 }

@@ -120,7 +120,8 @@ extension ControlConnection {
         }
         queue.sync {
             connection = ControlConnection(
-                fd: fd, token: 1, watcher: watcher, budget: ControlBudget(), onRequest: { _, _ in },
+                fd: fd, token: 1, watcher: watcher, budget: ControlBudget(descriptorLimit: 1024),
+                onRequest: { _, _ in },
                 onClose: { _ in onClose() })
             connection!.start()
         }

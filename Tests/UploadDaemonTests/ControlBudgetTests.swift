@@ -16,7 +16,7 @@ struct ControlBudgetRuleTests {
     }
 
     @Test func oneRequestAlwaysFitsAndTheRestWithinCountAndBytes() {
-        let budget = ControlBudget(maxRequests: 3, maxRequestBytes: 100)
+        let budget = ControlBudget(descriptorLimit: 1024, maxRequests: 3, maxRequestBytes: 100)
         #expect(budget.hasRoom(forRequestOf: 1_000), "a line over the byte budget still runs alone")
         budget.requestStarted(bytes: 60)
         #expect(budget.hasRoom(forRequestOf: 40))
@@ -30,7 +30,7 @@ struct ControlBudgetRuleTests {
     }
 
     @Test func waitingClientsAreLetOnOldestFirstWhileThereIsRoom() {
-        let budget = ControlBudget(maxRequests: 2)
+        let budget = ControlBudget(descriptorLimit: 1024, maxRequests: 2)
         budget.requestStarted(bytes: 1)
         budget.requestStarted(bytes: 1)
         var order: [String] = []
@@ -51,7 +51,7 @@ struct ControlBudgetRuleTests {
     /// A client let on whose line still does not fit waits again, behind the others: the budget
     /// does not call it again within the same ending (which would never end).
     @Test func aClientThatStillDoesNotFitWaitsAgainWithoutSpinning() {
-        let budget = ControlBudget(maxRequests: 8, maxRequestBytes: 100)
+        let budget = ControlBudget(descriptorLimit: 1024, maxRequests: 8, maxRequestBytes: 100)
         budget.requestStarted(bytes: 90)
         budget.requestStarted(bytes: 5)
         var calls = 0
@@ -70,7 +70,7 @@ struct ControlBudgetRuleTests {
     }
 
     @Test func heldBytesPastTheBudgetAreReportedEachTimeTheyGrow() {
-        let budget = ControlBudget(maxHeldBytes: 100)
+        let budget = ControlBudget(descriptorLimit: 1024, maxHeldBytes: 100)
         var reports = 0
         budget.onOverspent = { reports += 1 }
         budget.heldChanged(by: 100)
@@ -170,8 +170,9 @@ struct ControlBudgetServerTests {
 
     @Test func requestsOverTheBudgetWaitTheirTurnAndAreThenAnswered() async throws {
         let reload = ControlServerTests.HeldReload()
-        let seen = try await Self.serving(ControlBudget(maxRequests: 2), adjust: { $0.reload = { await reload.run() } })
-        {
+        let seen = try await Self.serving(
+            ControlBudget(descriptorLimit: 1024, maxRequests: 2), adjust: { $0.reload = { await reload.run() } }
+        ) {
             path throws -> (early: String, late: String, reloads: [String]) in
             let holder = try Self.connect(to: path)
             let other = try Self.connect(to: path)
@@ -201,7 +202,8 @@ struct ControlBudgetServerTests {
     /// benchmark's queue of a million jobs found the budget cutting it off.
     @Test func anAnswerBiggerThanTheHeldBudgetArrivesWhole() async throws {
         let count = 2_000
-        let answer = try await Self.serving(ControlBudget(maxHeldBytes: 256 << 10)) { path throws -> String in
+        let answer = try await Self.serving(ControlBudget(descriptorLimit: 1024, maxHeldBytes: 256 << 10)) {
+            path throws -> String in
             let fd = try Self.connect(to: path)
             defer { close(fd) }
             let batch = (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"daemon.hello"}"# }
@@ -215,7 +217,7 @@ struct ControlBudgetServerTests {
     }
 
     @Test func pastTheHeldBudgetTheClientHoldingTheMostIsDisconnected() async throws {
-        let seen = try await Self.serving(ControlBudget(maxHeldBytes: 1 << 20)) {
+        let seen = try await Self.serving(ControlBudget(descriptorLimit: 1024, maxHeldBytes: 1 << 20)) {
             path throws -> (greedyClosed: Bool, other: String) in
             let greedy = try Self.connect(to: path)
             let modest = try Self.connect(to: path)

@@ -88,7 +88,9 @@ struct ControlServerTests {
         var handler = ControlHandlerTests.handler(harness)
         handler.reload = { await reload.run() }
         let path = harness.directory.path + "/run/control.sock"
-        let server = ControlServer(listenFD: try ControlSocket.listen(at: path), handler: handler)
+        let server = ControlServer(
+            listenFD: try ControlSocket.listen(at: path), handler: handler, budget: ControlBudget(descriptorLimit: 1024)
+        )
         server.start()
 
         // The sockets are driven from a thread of their own: waiting for them on the test's task

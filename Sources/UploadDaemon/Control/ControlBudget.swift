@@ -1,5 +1,3 @@
-import Glibc
-
 /// What all clients of the control socket may cost together. Each connection keeps limits of its
 /// own (`ControlConnection`); these bound their sum, so that any number of clients at once (a
 /// script that starts thousands of `uploadctl`, a program that opens connections and never reads)
@@ -30,9 +28,10 @@ final class ControlBudget {
     /// Says that the bytes held grew past the budget: the server then disconnects the greediest.
     var onOverspent: () -> Void = {}
 
-    /// The daemon's budget; smaller ones are for tests.
+    /// `descriptorLimit`: the daemon's soft RLIMIT_NOFILE, as it raised it at start. The other
+    /// limits are the daemon's; smaller ones are for tests.
     init(
-        descriptorLimit: Int = ControlBudget.softDescriptorLimit(), maxRequests: Int = 4096,
+        descriptorLimit: Int, maxRequests: Int = 4096,
         maxRequestBytes: Int = 32 << 20, maxHeldBytes: Int = 128 << 20
     ) {
         maxClients = min(4096, max(16, descriptorLimit / 2))
@@ -88,13 +87,6 @@ final class ControlBudget {
 
     /// Whether the server should disconnect another client now.
     var isOverspent: Bool { heldBytes > maxHeldBytes }
-
-    /// The daemon's soft RLIMIT_NOFILE (raised to the hard limit at start).
-    static func softDescriptorLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY is all ones: the most an Int holds
-    }
 }
 
 @available(*, unavailable)

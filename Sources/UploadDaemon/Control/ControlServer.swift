@@ -27,7 +27,7 @@ final class ControlServer: @unchecked Sendable {
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
 
-    init(listenFD: Int32, handler: ControlHandler, budget: ControlBudget = ControlBudget()) {
+    init(listenFD: Int32, handler: ControlHandler, budget: ControlBudget) {
         self.listenFD = listenFD
         self.handler = handler
         self.budget = budget

@@ -97,8 +97,13 @@ public final class UploaddClient: Sendable {
     public func get(_ id: JobID) async throws -> JobInfo {
         try await call(.get, JobSelection(id: id), as: JobInfo.self)
     }
+    /// Every job `params` picks, a page at a time (`DaemonConnection.listJobs`).
     public func list(_ params: ListParams = ListParams()) async throws -> [JobInfo] {
-        try await call(.list, params, as: JobList.self).jobs
+        try await onQueue { connection in try connection.listJobs(params) }
+    }
+    /// One page: at most `params.limit` jobs after `params.after`, and the `after` of the next.
+    public func listPage(_ params: ListParams) async throws -> JobList {
+        try await call(.list, params, as: JobList.self)
     }
     public func pause(_ selection: JobSelection) async throws -> JobList { try await act(.pause, selection) }
     public func resume(_ selection: JobSelection) async throws -> JobList { try await act(.resume, selection) }

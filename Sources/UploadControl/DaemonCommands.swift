@@ -54,11 +54,10 @@ struct ClearCommand: ControlCommand {
     init(parsed: ParsedArguments) throws(UsageError) { try requireNoPositionals(parsed) }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let result = try context.connect().call(.clear)
         if context.json {
-            try context.printJSON(result)
+            try context.printJSON(try context.connect().call(.clear))
         } else {
-            let count = try result.decode(JobList.self).jobs.count
+            let count = try context.connect().clearJobs().count
             context.print("cleared \(count) job\(count == 1 ? "" : "s")")
         }
         return .success

@@ -11,7 +11,7 @@ struct ListCommand: ControlCommand {
                           canceled); repeatable
           --batch N       only the jobs of batch N (one add's jobs)
 
-        With --json, prints the daemon's answer: {"jobs": [...]}.
+        With --json, prints {"jobs": [...]}, each job as the daemon wrote it.
         """
     static let options: [OptionSpec] = [.value("--state", "STATE"), .value("--batch", "N")]
 
@@ -30,12 +30,12 @@ struct ListCommand: ControlCommand {
     var params: ListParams { ListParams(states: states.isEmpty ? nil : states, batch: batch) }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let result = try context.connect().call(.list, JSONValue(encoding: params))
+        let connection = try context.connect()
         if context.json {
-            try context.printJSON(result)
+            try context.printJSON(JSONValue.object(["jobs": .array(try connection.listJobObjects(params))]))
         } else {
-            let list = try result.decode(JobList.self)
-            context.print(lines: JobFormatting.listLines(list.jobs, width: context.terminalWidth))
+            let jobs = try connection.listJobs(params)
+            context.print(lines: JobFormatting.listLines(jobs, width: context.terminalWidth))
         }
         return .success
     }

@@ -325,14 +325,64 @@ public struct ListParams: Codable, Sendable, StrictParams {
     public var ids: [JobID]?
     /// Only the jobs of this batch.
     public var batch: JobID?
+    /// At most this many jobs in the answer (and never more than `maxLimit`); the answer's `next`
+    /// says where the next page starts. Nil: every job, in one answer. Older daemons refuse the key
+    /// ("unknown key 'limit'").
+    public var limit: Int?
+    /// Only jobs with a greater ID: the `next` of the page before.
+    public var after: JobID?
+    /// Only these keys of each job (`id` and `state` always come), as in `events.subscribe`.
+    public var jobFields: [String]?
 
-    public init(states: [JobState]? = nil, ids: [JobID]? = nil, batch: JobID? = nil) {
+    /// The most jobs one page holds, whatever `limit` asks: what one answer may cost the daemon.
+    public static let maxLimit = 10_000
+
+    enum CodingKeys: String, CodingKey {
+        case states, ids, batch, limit, after
+        case jobFields = "job_fields"
+    }
+
+    public init(
+        states: [JobState]? = nil, ids: [JobID]? = nil, batch: JobID? = nil, limit: Int? = nil, after: JobID? = nil,
+        jobFields: [String]? = nil
+    ) {
         self.states = states
         self.ids = ids
         self.batch = batch
+        self.limit = limit
+        self.after = after
+        self.jobFields = jobFields
     }
 
-    public static let knownKeys: Set<String> = ["states", "ids", "batch"]
+    public static let knownKeys: Set<String> = ["states", "ids", "batch", "limit", "after", "job_fields"]
+
+    /// Pages are of jobs by ID, which `ids` does not list in (it names its jobs, in its order).
+    public func checked() throws(RPCError) -> ListParams {
+        if let limit, limit < 1 {
+            throw RPCError.invalidParams("'limit' must be 1 or more (a page holds at most \(Self.maxLimit) jobs)")
+        }
+        if ids != nil && (limit != nil || after != nil) {
+            throw RPCError.invalidParams(
+                "'ids' names the jobs to list; 'limit' and 'after' page through the others, not those")
+        }
+        return self
+    }
+}
+
+/// `job.clear` params.
+public struct ClearParams: Codable, Sendable, StrictParams {
+    /// Only these keys of each job cleared (`id` and `state` always come): a client that counts
+    /// them, or needs their IDs, does not need a hundred megabytes for a million. Older daemons
+    /// refuse the key ("unknown key 'job_fields'").
+    public var jobFields: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case jobFields = "job_fields"
+    }
+
+    public init(jobFields: [String]? = nil) { self.jobFields = jobFields }
+
+    public static let knownKeys: Set<String> = ["job_fields"]
 }
 
 /// `events.subscribe` params: each given filter narrows what is sent (no ids: every job).

@@ -190,7 +190,7 @@ extension JobInfo {
 }
 
 extension JobList {
-    /// `{"errors": [...], "jobs": [...]}` as JSONCoding.encoder writes it.
+    /// `{"errors": [...], "jobs": [...], "next": N}` as JSONCoding.encoder writes it.
     public var jsonBytes: [UInt8] { jsonBytes(only: nil) }
 
     /// The same with only `fields` of each job (nil: all of them).
@@ -226,6 +226,10 @@ extension JobList {
             job.write(to: &writer, only: fields)
         }
         writer.endArray()
+        if let next {
+            writer.key("next")
+            writer.integer(next.rawValue)
+        }
         writer.endObject()
         return writer.bytes
     }

@@ -223,10 +223,13 @@ public struct JobList: Codable, Sendable {
     /// For methods given several IDs: each job that could not be acted on, and why (the others
     /// were); absent when there were none.
     public var errors: [JobFailure]?
+    /// For a page of `job.list`: the `after` of the next page; absent on the last one.
+    public var next: JobID?
 
-    public init(jobs: [JobInfo], errors: [JobFailure]? = nil) {
+    public init(jobs: [JobInfo], errors: [JobFailure]? = nil, next: JobID? = nil) {
         self.jobs = jobs
         self.errors = errors?.isEmpty == true ? nil : errors
+        self.next = next
     }
 }
 
@@ -283,6 +286,9 @@ public struct HelloInfo: Codable, Sendable {
         case eventStates = "events.states"
         case eventJobFields = "events.job_fields"
         case clientToken = "client_token"
+        case listPages = "list.pages"
+        case listJobFields = "list.job_fields"
+        case clearJobFields = "clear.job_fields"
     }
 
     enum CodingKeys: String, CodingKey {

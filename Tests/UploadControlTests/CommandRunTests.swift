@@ -380,4 +380,55 @@ import UploadWire
         #expect(json.standardOutput.filter { $0 == "\n" }.count == 1)
         #expect(Wire.requests(daemon.requestLines[1])[0].params == .object(["all": .bool(true)]))
     }
+
+    /// A daemon that answers two jobs a page, whatever `limit` asks (as one that caps it would).
+    private static func pagingDaemon(jobs count: UInt64) throws -> FakeDaemon {
+        try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            let params = request.params?.objectValue ?? [:]
+            guard params["limit"] != nil else {
+                return [Wire.result(id: request.id, JobList(jobs: (1...count).map { sampleJob(id: $0) }))]
+            }
+            var after: UInt64 = 0
+            if case .number(let number)? = params["after"] { after = UInt64(number) }
+            let page = Array((after + 1...count).prefix(2))
+            let next = page.last.flatMap { $0 < count ? JobID($0) : nil }
+            return [Wire.result(id: request.id, JobList(jobs: page.map { sampleJob(id: $0) }, next: next))]
+        }
+    }
+
+    /// `list` asks for pages and follows `next` to the last one; the table and `--json` hold every job.
+    @Test func listFollowsThePagesToTheLast() throws {
+        let daemon = try Self.pagingDaemon(jobs: 5)
+        defer { daemon.stop() }
+        let text = CapturedOutput()
+        #expect(run(["list", "--state", "running"], daemon: daemon, output: text) == .success)
+        #expect(text.standardOutput.split(separator: "\n").count == 6, "a header and five jobs")
+        let requests = daemon.requestLines.flatMap { Wire.requests($0) }.map { $0.params?.objectValue ?? [:] }
+        #expect(requests.map { $0["after"] } == [nil, .number(2), .number(4)])
+        #expect(requests.allSatisfy { $0["limit"] == .number(Double(ListParams.maxLimit)) })
+        #expect(requests.allSatisfy { $0["states"] == .array([.string("running")]) })
+        let json = CapturedOutput()
+        #expect(run(["--json", "list"], daemon: daemon, output: json) == .success)
+        let decoded = try JSONCoding.decoder.decode(JobList.self, from: Data(json.standardOutput.utf8))
+        #expect(decoded.jobs.map(\.id.rawValue) == [1, 2, 3, 4, 5])
+        #expect(decoded.next == nil)
+    }
+
+    /// A daemon older than pages refuses `limit`: the whole list in one answer then.
+    @Test func listAsksAnOlderDaemonForEveryJobAtOnce() throws {
+        let daemon = try FakeDaemon { line in
+            let request = Wire.requests(line)[0]
+            guard request.params?.objectValue?["limit"] == nil else {
+                return [Wire.error(id: request.id, RPCError.invalidParams("unknown key 'limit'"))]
+            }
+            return [Wire.result(id: request.id, JobList(jobs: [sampleJob(id: 1), sampleJob(id: 2)]))]
+        }
+        defer { daemon.stop() }
+        let json = CapturedOutput()
+        #expect(run(["--json", "list"], daemon: daemon, output: json) == .success)
+        let decoded = try JSONCoding.decoder.decode(JobList.self, from: Data(json.standardOutput.utf8))
+        #expect(decoded.jobs.map(\.id.rawValue) == [1, 2])
+        #expect(daemon.requestLines.count == 2)
+    }
 }

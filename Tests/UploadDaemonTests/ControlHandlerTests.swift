@@ -89,6 +89,63 @@ struct ControlHandlerTests {
         #expect(await harness.scheduler.list(states: nil, ids: nil).count == 2, "the refused add added nothing")
     }
 
+    /// Pages of `job.list` walked with `after` give the jobs of the whole list, in order, each
+    /// filter applied; the last page has no `next`.
+    @Test func pagesOfTheListFollowOneAnotherToTheLast() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        let path = try harness.directory.write("src/a.txt", "a")
+        // Jobs 1, 2, 3, 5, 8, 13 and 21 in batch 1, the others alone.
+        let batch = [1, 2, 3, 5, 8, 13, 21]
+        for id in 1...23 {
+            let joins = id == 1 ? #","new_batch":true"# : batch.contains(id) ? #","batch":1"# : ""
+            let add =
+                #"{"jsonrpc":"2.0","id":\#(id),"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/"\#(joins)}}"#
+            let added = try await Self.answer(add, handler)?.objectValue?["result"]?.objectValue
+            #expect(added?["id"] == .number(Double(id)))
+        }
+        func walk(_ filters: String, limit: Int) async throws -> [JSONValue] {
+            var jobs: [JSONValue] = []
+            var after = ""
+            while true {
+                let request =
+                    #"{"jsonrpc":"2.0","id":1,"method":"job.list","params":{"limit":\#(limit)\#(after)\#(filters)}}"#
+                let result = try #require(try await Self.answer(request, handler)?.objectValue?["result"]?.objectValue)
+                guard case .array(let page)? = result["jobs"] else {
+                    Issue.record("no jobs in \(result)")
+                    return jobs
+                }
+                #expect(page.count <= limit)
+                jobs += page
+                guard case .number(let next)? = result["next"] else { return jobs }
+                #expect(page.count == limit, "only the last page is short")
+                #expect(page.last?.objectValue?["id"] == .number(next))
+                after = #","after":\#(Int(next))"#
+            }
+        }
+        let whole = try #require(
+            try await Self.answer(#"{"jsonrpc":"2.0","id":1,"method":"job.list"}"#, handler)?.objectValue?["result"])
+        // IDs only: the jobs run meanwhile, so their other members change.
+        func ids(_ jobs: [JSONValue]) -> [JSONValue?] { jobs.map { $0.objectValue?["id"] } }
+        guard case .array(let wholeJobs)? = whole.objectValue?["jobs"] else {
+            Issue.record("no jobs in \(whole)")
+            return
+        }
+        #expect(ids(try await walk("", limit: 4)) == ids(wholeJobs))
+        #expect(wholeJobs.count == 23)
+        #expect(try await walk("", limit: 23).count == 23)
+        let batchJobs = try await walk(#","batch":1,"job_fields":["source"]"#, limit: 2)
+        #expect(ids(batchJobs) == batch.map { .number(Double($0)) })
+        #expect(batchJobs.allSatisfy { $0.objectValue?.keys.sorted() == ["id", "source", "state"] })
+        for refused in [#"{"limit":0}"#, #"{"ids":[1],"after":1}"#, #"{"limit":1,"job_fields":["nope"]}"#] {
+            let answer = try await Self.answer(
+                #"{"jsonrpc":"2.0","id":1,"method":"job.list","params":\#(refused)}"#, handler)
+            #expect(
+                answer?.objectValue?["error"]?.objectValue?["code"] == .number(Double(RPCError.invalidParamsCode)),
+                "\(refused)")
+        }
+    }
+
     /// An `events.subscribe` read before its connection closed and carried out after: the closed
     /// client's unsubscribe has already run, so the subscription must not be made, or it would stay
     /// for as long as the daemon runs.

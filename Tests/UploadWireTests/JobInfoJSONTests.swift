@@ -50,7 +50,7 @@ import Testing
         }
     }
 
-    @Test func listsWithAndWithoutErrors() throws {
+    @Test func listsWithAndWithoutErrorsAndPages() throws {
         var random = SeededRandom(seed: 7)
         let jobs = (0..<5).map { _ in Self.randomJob(&random) }
         for list in [
@@ -61,6 +61,7 @@ import Testing
                     JobFailure(id: JobID(3), error: RPCError(code: -32001, message: "no job 3")),
                     JobFailure(source: "/a \"b\"", error: RPCError(code: -32003, message: "gone")),
                 ]),
+            JobList(jobs: jobs, next: JobID(12)),
         ] {
             #expect(list.jsonBytes == [UInt8](try JSONCoding.encoder.encode(list)))
         }

@@ -268,15 +268,30 @@ def queue_scaling(b: Bench) -> dict:
             time.sleep(1.0)
             rss = measure.status_kib(d.pid, "VmRSS") / 1024
             with d.rpc() as rpc:
+                # Pages of 10,000 (what uploadctl and the Python client ask for), then the whole list
+                # in one answer: the time of each, and what each costs the daemon at its peak.
+                measure.reset_peak_rss(d.pid)
+                start = time.perf_counter()
+                paged, after = 0, None
+                while True:
+                    page = rpc.call("job.list", {"limit": 10_000} | ({"after": after} if after else {}))
+                    paged += len(page["jobs"])
+                    if (after := page.get("next")) is None:
+                        break
+                paged_s = time.perf_counter() - start
+                paged_hwm = measure.status_kib(d.pid, "VmHWM") / 1024
+                measure.reset_peak_rss(d.pid)
                 start = time.perf_counter()
                 rpc.send(rpc.request("job.list", {}))
                 answer = rpc.read_answer()
                 listed = time.perf_counter() - start
-            if (count := job_count(answer)) != size:
-                raise RuntimeError(f"job.list returned {count} jobs, not {size}")
+                whole_hwm = measure.status_kib(d.pid, "VmHWM") / 1024
+            if (count := job_count(answer)) != size or paged != size:
+                raise RuntimeError(f"job.list returned {count} jobs, and its pages {paged}, not {size}")
             journal = (d.state / "journal").stat().st_size
             per_size.append({"jobs": size, "add_ms": sorted(latencies)[len(latencies) // 2] * 1000,
                              "ready_s": ready, "rss_mib": rss, "hwm_mib": hwm, "list_s": listed,
+                             "list_peak_mib": whole_hwm, "paged_s": paged_s, "paged_peak_mib": paged_hwm,
                              "journal_mib": journal / MIB})
             log(f"  {size:,} jobs: {per_size[-1]}")
     except Exception as error:  # noqa: BLE001 - the sizes measured so far are still reported
@@ -300,6 +315,9 @@ def queue_scaling(b: Bench) -> dict:
                         check=("value", "<=", 100) if n == 100_000 else None))
         rows.append(row(f"{label}: peak RSS (VmHWM) by READY", "MiB", [m["hwm_mib"]]))
         rows.append(row(f"{label}: whole job.list, request to last byte", "s", [m["list_s"]]))
+        rows.append(row(f"{label}: job.list in pages of 10,000, first request to last byte", "s", [m["paged_s"]]))
+        rows.append(row(f"{label}: peak RSS over the whole job.list", "MiB", [m["list_peak_mib"]]))
+        rows.append(row(f"{label}: peak RSS over the paged job.list", "MiB", [m["paged_peak_mib"]]))
         rows.append(row(f"{label}: one durable job.add, round trip (median of 100)", "ms", [m["add_ms"]],
                         target="(grows ≤ linearly)" if big else ""))
     # Linear or better: the cost per job at the largest size over the cost per job one size down.

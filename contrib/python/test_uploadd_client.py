@@ -387,6 +387,30 @@ class ClientTests(DaemonTestCase):
         self.assertIsInstance(outcomes[1], ud.UploaddError)
         self.assertEqual(outcomes[1].code, ud.CODE_JOB_NOT_FOUND)
 
+    def test_list_pages(self) -> None:
+        jobs, _ = self.client.add_many(self.files(7, 10, prefix="page"), self.destination())
+        batch = jobs[0]["batch"]
+        ids = sorted(j["id"] for j in jobs)
+        page, after = self.client.list_page(limit=3, batch=batch, job_fields=["source"])
+        self.assertEqual([j["id"] for j in page], ids[:3])
+        self.assertEqual(after, ids[2])
+        self.assertEqual({key for j in page for key in j}, {"id", "state", "source"})
+        walked = page
+        while after is not None:
+            page, after = self.client.list_page(after=after, limit=3, batch=batch)
+            self.assertLessEqual(len(page), 3)
+            walked += page
+        self.assertEqual([j["id"] for j in walked], ids)
+        # list() follows the pages itself: seven jobs in pages of two.
+        self.client.LIST_PAGE = 2
+        self.assertEqual([j["id"] for j in self.client.list(batch=batch)], ids)
+        with self.assertRaises(ud.UploaddError) as caught:
+            self.client.call("job.list", {"ids": ids, "limit": 2})
+        self.assertEqual(caught.exception.code, ud.CODE_INVALID_PARAMS)
+        with self.assertRaises(ud.UploaddError) as caught:
+            self.client.call("job.list", {"limit": 0})
+        self.assertEqual(caught.exception.code, ud.CODE_INVALID_PARAMS)
+
     def test_add_many_one_batch(self) -> None:
         paths = self.files(1203, 10)
         jobs, errors = self.client.add_many(paths + [str(self.folder / "missing.txt")], self.destination())
@@ -541,8 +565,9 @@ class ClientTests(DaemonTestCase):
         resumed = self.client.resume(batch=fillers)
         self.assertEqual(sorted(j["id"] for j in resumed["jobs"]), sorted(j["id"] for j in paused["jobs"]))
         self.client.wait(batch=fillers, timeout=60)
-        cleared = self.client.clear()
+        cleared = self.client.clear(job_fields=[])
         self.assertIn(job_id, [j["id"] for j in cleared])
+        self.assertEqual({key for j in cleared for key in j}, {"id", "state"})
         with self.assertRaises(ud.UploaddError):
             self.client.get(job_id)
 

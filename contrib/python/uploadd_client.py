@@ -987,18 +987,59 @@ class Client:
             return self.call("job.get", {"id": int(id)})
         return self.call("job.get", {"ids": _id_list(id)})["jobs"]
 
+    #: The most jobs one ``job.list`` page holds (the daemon's limit).
+    LIST_PAGE = 10_000
+
     def list(self, states: Iterable[str] | None = None, ids: Iterable[int] | None = None,
-             batch: int | None = None) -> list[dict]:
-        """``job.list``: the jobs, in queue order, as dicts; narrowed to ``states`` (names of
-        ``JOB_STATES``), ``ids``, and/or one ``batch``."""
+             batch: int | None = None, job_fields: Iterable[str] | None = None) -> list[dict]:
+        """``job.list``: the jobs, by ID (in the order of ``ids`` when given), as dicts; narrowed to
+        ``states`` (names of ``JOB_STATES``), ``ids``, and/or one ``batch``; with ``job_fields``,
+        only those members of each (``id`` and ``state`` always come; capability
+        ``list.job_fields``).
+
+        Fetched a page at a time (capability ``list.pages``), so that a queue of a million jobs
+        never makes one answer of a hundred megabytes; from an older daemon, in one answer. Pages
+        are not one snapshot: a job added meanwhile comes in a later page, one removed meanwhile
+        may be missing."""
         params: dict[str, Any] = {}
         if states is not None:
             params["states"] = [states] if isinstance(states, str) else list(states)
-        if ids is not None:
-            params["ids"] = _id_list(ids)
         if batch is not None:
             params["batch"] = int(batch)
-        return self.call("job.list", params)["jobs"]
+        if job_fields is not None:
+            params["job_fields"] = [job_fields] if isinstance(job_fields, str) else list(job_fields)
+        if ids is not None:
+            params["ids"] = _id_list(ids)
+            return self.call("job.list", params)["jobs"]
+        jobs: list[dict] = []
+        after = None
+        while True:
+            page, after = self.list_page(after=after, limit=self.LIST_PAGE, **params)
+            jobs += page
+            if after is None:
+                return jobs
+
+    def list_page(self, after: int | None = None, limit: int = LIST_PAGE,
+                  **filters: Any) -> tuple[list[dict], int | None]:
+        """One page of ``job.list``: at most ``limit`` jobs (the daemon caps it at 10,000) with IDs
+        above ``after``, and the ``after`` of the next page (None on the last one). ``filters``
+        are ``job.list``'s ``states``, ``batch`` and ``job_fields``. An older daemon, which has no
+        pages, answers with every job at once and no next page."""
+        params: dict[str, Any] = dict(filters, limit=int(limit))
+        if after is not None:
+            params["after"] = int(after)
+        try:
+            answer = self.call("job.list", params)
+        except UploaddError as error:
+            if after is not None or "unknown key 'limit'" not in error.message:
+                raise
+            del params["limit"]
+            answer = self.call("job.list", params)
+        next_after = answer.get("next")
+        goes_back = after is not None and isinstance(next_after, int) and next_after <= after
+        if next_after is not None and (not isinstance(next_after, int) or goes_back):
+            raise ProtocolError(f"job.list answered with a next page after {next_after!r}")
+        return answer["jobs"], next_after
 
     # -- acting on jobs -----------------------------------------------------------------------
 
@@ -1085,10 +1126,14 @@ class Client:
             raise ValueError("move: give exactly one of top=True, bottom=True, before=ID, after=ID")
         return self.call("job.move", params)
 
-    def clear(self) -> list[dict]:
+    def clear(self, job_fields: Iterable[str] | None = None) -> list[dict]:
         """``job.clear``: forgets every completed, failed and canceled job (as ``remove``). Returns the
-        jobs removed."""
-        return self.call("job.clear")["jobs"]
+        jobs removed; with ``job_fields``, only those members of each (``[]``: ``id`` and
+        ``state``; capability ``clear.job_fields``)."""
+        if job_fields is None:
+            return self.call("job.clear")["jobs"]
+        fields = [job_fields] if isinstance(job_fields, str) else list(job_fields)
+        return self.call("job.clear", {"job_fields": fields})["jobs"]
 
     # -- events -------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ struct TopCommand: ControlCommand {
         let commands = try context.connect()
         _ = try events.call(.subscribe, JSONValue(encoding: SubscribeParams()))
         var session = TopSession(commands: commands)
-        session.model.load(try commands.call(.list, JSONValue(encoding: ListParams())).decode(JobList.self).jobs)
+        session.model.load(try commands.listJobs(ListParams()))
         session.model.bandwidthLimit = try commands.call(.status).decode(DaemonStatus.self).bandwidthLimit
         // Termination signals are blocked and checked between keys: the terminal is always given
         // back (raw mode means Ctrl-C and Ctrl-Z arrive as keys too).
@@ -189,7 +189,7 @@ struct TopSession {
             act(.delete, job)
         case character("x"):
             perform("clear") {
-                let cleared = try $0.call(.clear).decode(JobList.self).jobs.map(\.id)
+                let cleared = try $0.clearJobs()
                 return ("\(cleared.count) finished jobs cleared", cleared)
             }
         case character("+"), character("-"):

@@ -240,9 +240,16 @@ struct ControlHandler: Sendable {
             for id in selection.namedIDs { jobs.append(try await scheduler.get(id)) }
             return try encodeResult(JobList(jobs: jobs))
         case .list:
-            let list = try ListParams.decode(from: params)
-            return try encodeResult(
-                JobList(jobs: await scheduler.list(states: list.states, ids: list.ids, batch: list.batch)))
+            let list = try ListParams.decode(from: params).checked()
+            let fields = try Self.jobFields(list.jobFields)
+            guard let limit = list.limit else {
+                let jobs = await scheduler.list(
+                    states: list.states, ids: list.ids, batch: list.batch, after: list.after)
+                return JobList(jobs: jobs).jsonBytes(only: fields)
+            }
+            let page = await scheduler.listPage(
+                states: list.states, batch: list.batch, after: list.after, limit: min(limit, ListParams.maxLimit))
+            return JobList(jobs: page.jobs, next: page.next).jsonBytes(only: fields)
         case .pause, .resume, .cancel, .remove, .retry:
             let command = JobCommand(rawValue: String(name.dropFirst("job.".count)))!
             let selection = try JobSelection.decode(from: params)
@@ -258,8 +265,8 @@ struct ControlHandler: Sendable {
             let move = try MoveParams.decode(from: params)
             return try encodeResult(try await scheduler.move(move))
         case .clear:
-            _ = try NoParams.decode(from: params)
-            return try encodeResult(JobList(jobs: try await scheduler.clear()))
+            let fields = try Self.jobFields(ClearParams.decode(from: params).jobFields)
+            return JobList(jobs: try await scheduler.clear()).jsonBytes(only: fields)
         case .delete:
             let selection = try JobSelection.decode(from: params)
             try Self.checkDeleteSelection(selection)

@@ -294,7 +294,7 @@ extension Scheduler {
         return info(for: job, includeHistory: true)
     }
 
-    func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil) -> [JobInfo] {
+    func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil, after: JobID? = nil) -> [JobInfo] {
         let wanted = states.map(Set.init)
         let chosen: [Job]
         if let ids {
@@ -304,7 +304,27 @@ extension Scheduler {
         }
         return chosen.filter { job in
             (wanted?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
+                && (after.map { job.id > $0 } ?? true)
         }.map { info(for: $0) }
+    }
+
+    /// One page of `job.list`: the first `limit` jobs by ID after `after` that are in `states` and
+    /// `batch`, and the `after` of the next page when more follow. One pass over the jobs, and
+    /// memory for the page only, whatever the size of the queue.
+    func listPage(states: [JobState]?, batch: JobID?, after: JobID?, limit: Int) -> (jobs: [JobInfo], next: JobID?) {
+        let wanted = states.map(Set.init)
+        // One more than the page: whether a next page exists.
+        var first = SmallestValues<JobID>(capacity: limit + 1)
+        for job in store.jobs.values
+        where (after.map { job.id > $0 } ?? true) && (wanted?.contains(job.state) ?? true)
+            && (batch == nil || job.spec.batch == batch)
+        {
+            first.offer(job.id)
+        }
+        var ids = first.sorted()
+        let more = ids.count > limit
+        if more { ids.removeLast() }
+        return (ids.map { info(for: store.jobs[$0]!) }, more ? ids.last : nil)
     }
 
     /// pause, resume, cancel or remove one job: its error when it cannot.

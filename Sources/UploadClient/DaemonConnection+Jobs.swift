@@ -1,0 +1,75 @@
+import UploadWire
+
+extension DaemonConnection {
+    /// Every job `params` picks (`limit` and `after` aside), fetched a page at a time: a queue of a
+    /// million jobs then never makes one answer of a hundred megabytes, which the daemon would
+    /// build and this process parse whole. A daemon older than pages (`list.pages`) sends them all
+    /// in one answer. Pages are not one snapshot: a job added meanwhile comes in a later page (IDs
+    /// only grow), one removed meanwhile may be left out.
+    public func listJobs(_ params: ListParams, pageSize: Int = ListParams.maxLimit) throws -> [JobInfo] {
+        try listPages(params, pageSize: pageSize) { result in
+            let list = try result.decode(JobList.self)
+            return (list.jobs, list.next)
+        }
+    }
+
+    /// The same, each job as the daemon wrote it (for `--json`: members this client does not know
+    /// stay).
+    public func listJobObjects(_ params: ListParams, pageSize: Int = ListParams.maxLimit) throws -> [JSONValue] {
+        try listPages(params, pageSize: pageSize) { result in
+            let answer = try result.value().objectValue
+            guard case .array(let jobs)? = answer?["jobs"] else {
+                throw ControlClientError.unexpectedAnswer("job.list answered without a list of jobs")
+            }
+            guard case .number(let next)? = answer?["next"] else { return (jobs, nil) }
+            guard next >= 1, next < 0x1p53 else {
+                throw ControlClientError.unexpectedAnswer("job.list answered with a next page after \(next)")
+            }
+            return (jobs, JobID(UInt64(next)))
+        }
+    }
+
+    private func listPages<Item>(
+        _ params: ListParams, pageSize: Int, read: (RPCResult) throws -> (items: [Item], next: JobID?)
+    ) throws -> [Item] {
+        var whole = params
+        whole.limit = nil
+        whole.after = nil
+        // Named jobs come in the order named, in one answer.
+        guard params.ids == nil else { return try read(call(.list, JSONValue(encoding: whole))).items }
+        var page = whole
+        page.limit = pageSize
+        var items: [Item] = []
+        while true {
+            let result: RPCResult
+            do {
+                result = try call(.list, JSONValue(encoding: page))
+            } catch let refusal as RPCError where page.after == nil && refusal.message.contains("unknown key 'limit'") {
+                return try read(call(.list, JSONValue(encoding: whole))).items
+            }
+            let (pageItems, next) = try read(result)
+            items += pageItems
+            guard let next else { return items }
+            guard page.after.map({ next > $0 }) ?? true else {
+                throw ControlClientError.unexpectedAnswer("job.list answered with a next page that goes back")
+            }
+            page.after = next
+        }
+    }
+
+    /// `job.clear`: the IDs of the jobs cleared, asked for without the rest of each job (a daemon
+    /// older than `clear.job_fields` sends them whole).
+    public func clearJobs() throws -> [JobID] {
+        struct Cleared: Decodable {
+            struct Job: Decodable { var id: JobID }
+            var jobs: [Job]
+        }
+        let result: RPCResult
+        do {
+            result = try call(.clear, JSONValue(encoding: ClearParams(jobFields: [])))
+        } catch let refusal as RPCError where refusal.message.contains("unknown key 'job_fields'") {
+            result = try call(.clear)
+        }
+        return try result.decode(Cleared.self).jobs.map(\.id)
+    }
+}

@@ -9,7 +9,13 @@ import Testing
             for count in [0, 1, capacity - 1, capacity, capacity + 1, 5 * capacity + 3] where count >= 0 {
                 let values = (0..<count).map { _ in Int.random(in: 0..<(3 * count + 1), using: &random) }
                 var smallest = SmallestValues<Int>(capacity: capacity)
-                for value in values { smallest.offer(value) }
+                for value in values {
+                    if capacity <= 100 {
+                        let kept = smallest.sorted()
+                        #expect(smallest.wouldKeep(value) == (kept.count < capacity || value < kept.last!))
+                    }
+                    smallest.offer(value)
+                }
                 #expect(smallest.sorted() == Array(values.sorted().prefix(capacity)), "\\(capacity) of \\(values)")
             }
         }

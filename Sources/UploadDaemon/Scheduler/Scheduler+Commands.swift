@@ -309,17 +309,21 @@ extension Scheduler {
     }
 
     /// One page of `job.list`: the first `limit` jobs by ID after `after` that are in `states` and
-    /// `batch`, and the `after` of the next page when more follow. One pass over the jobs, and
+    /// `batch`, and the `after` of the next page when more follow. One pass over the IDs, and
     /// memory for the page only, whatever the size of the queue.
     func listPage(states: [JobState]?, batch: JobID?, after: JobID?, limit: Int) -> (jobs: [JobInfo], next: JobID?) {
         let wanted = states.map(Set.init)
         // One more than the page: whether a next page exists.
         var first = SmallestValues<JobID>(capacity: limit + 1)
-        for job in store.jobs.values
-        where (after.map { job.id > $0 } ?? true) && (wanted?.contains(job.state) ?? true)
-            && (batch == nil || job.spec.batch == batch)
-        {
-            first.offer(job.id)
+        // The IDs alone, and a job looked at only when its ID would make the page: a page of a
+        // million jobs took ~60 ms copying each job out of the table, most of them past the page.
+        for id in store.jobs.keys where (after.map { id > $0 } ?? true) && first.wouldKeep(id) {
+            if wanted != nil || batch != nil {
+                guard let job = store.jobs[id], wanted?.contains(job.state) ?? true,
+                    batch == nil || job.spec.batch == batch
+                else { continue }
+            }
+            first.offer(id)
         }
         var ids = first.sorted()
         let more = ids.count > limit

@@ -16,6 +16,13 @@ struct SmallestValues<Value: Comparable> {
         self.capacity = capacity
     }
 
+    /// Whether `offer(value)` would keep it: a caller whose values cost something to check first
+    /// (a lookup) asks this before, and spares it for most values once the heap is full.
+    func wouldKeep(_ value: Value) -> Bool {
+        guard let largest = kept.min, kept.count == capacity else { return true }
+        return value < largest.value
+    }
+
     mutating func offer(_ value: Value) {
         if kept.count < capacity {
             kept.insert(Largest(value: value))

@@ -13,20 +13,36 @@ extension DaemonConnection {
         }
     }
 
-    /// The same, each job as the daemon wrote it (for `--json`: members this client does not know
-    /// stay).
-    public func listJobObjects(_ params: ListParams, pageSize: Int = ListParams.maxLimit) throws -> [JSONValue] {
-        try listPages(params, pageSize: pageSize) { result in
-            let answer = try result.value().objectValue
-            guard case .array(let jobs)? = answer?["jobs"] else {
-                throw ControlClientError.unexpectedAnswer("job.list answered without a list of jobs")
-            }
-            guard case .number(let next)? = answer?["next"] else { return (jobs, nil) }
-            guard next >= 1, next < 0x1p53 else {
-                throw ControlClientError.unexpectedAnswer("job.list answered with a next page after \(next)")
-            }
-            return (jobs, JobID(UInt64(next)))
+    /// The same as `{"jobs": [...]}`, each job as the daemon wrote it (for `--json`: members this
+    /// client does not know stay). Pages of the shape uploadd writes are joined as they came;
+    /// any other is parsed.
+    public func listJobsJSON(_ params: ListParams, pageSize: Int = ListParams.maxLimit) throws -> [UInt8] {
+        let pieces = try listPages(params, pageSize: pageSize) { result -> ([ArraySlice<UInt8>], JobID?) in
+            let text = result.json
+            if let page = JobPageText(text) { return ([page.jobs], page.next) }
+            return try Self.parsedPage(result)
         }
+        var joined = Array(#"{"jobs":["#.utf8)
+        for piece in pieces where !piece.isEmpty {
+            if joined.last != UInt8(ascii: "[") { joined.append(UInt8(ascii: ",")) }
+            joined += piece
+        }
+        joined += Array("]}".utf8)
+        return joined
+    }
+
+    /// A page's jobs, each written again from its parsed value.
+    private static func parsedPage(_ result: RPCResult) throws -> ([ArraySlice<UInt8>], JobID?) {
+        let answer = try result.value().objectValue
+        guard case .array(let jobs)? = answer?["jobs"] else {
+            throw ControlClientError.unexpectedAnswer("job.list answered without a list of jobs")
+        }
+        let pieces = try jobs.map { ArraySlice(try $0.jsonBytes()) }
+        guard let next = answer?["next"] else { return (pieces, nil) }
+        guard case .number(let number) = next, number >= 1, number < 0x1p53, number == number.rounded() else {
+            throw ControlClientError.unexpectedAnswer("job.list answered with a next page after \(next)")
+        }
+        return (pieces, JobID(UInt64(number)))
     }
 
     private func listPages<Item>(

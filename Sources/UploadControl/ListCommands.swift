@@ -1,3 +1,4 @@
+import UploadClient
 import UploadWire
 
 /// `uploadctl list [--state STATE]...`: every job, or those in the given states, as a table.
@@ -32,7 +33,7 @@ struct ListCommand: ControlCommand {
     func run(_ context: CommandContext) throws -> ExitCode {
         let connection = try context.connect()
         if context.json {
-            try context.printJSON(JSONValue.object(["jobs": .array(try connection.listJobObjects(params))]))
+            try context.printJSON(RPCResult(json: try connection.listJobsJSON(params)))
         } else {
             let jobs = try connection.listJobs(params)
             context.print(lines: JobFormatting.listLines(jobs, width: context.terminalWidth))

@@ -60,7 +60,7 @@ extension DaemonConnection {
             let result: RPCResult
             do {
                 result = try call(.list, JSONValue(encoding: page))
-            } catch let refusal as RPCError where page.after == nil && refusal.message.contains("unknown key 'limit'") {
+            } catch let refusal as RPCError where page.after == nil && refusal.refusesUnknownKey("limit") {
                 return try read(call(.list, JSONValue(encoding: whole))).items
             }
             let (pageItems, next) = try read(result)
@@ -83,7 +83,7 @@ extension DaemonConnection {
         let result: RPCResult
         do {
             result = try call(.clear, JSONValue(encoding: ClearParams(jobFields: [])))
-        } catch let refusal as RPCError where refusal.message.contains("unknown key 'job_fields'") {
+        } catch let refusal as RPCError where refusal.refusesUnknownKey("job_fields") {
             result = try call(.clear)
         }
         return try result.decode(Cleared.self).jobs.map(\.id)

@@ -208,7 +208,7 @@ public final class UploaddClient: Sendable {
                 }
             } catch is SubscriptionOverflow {
                 continue  // fell behind: again, with a snapshot of the jobs still pending
-            } catch let refusal as RPCError where states != nil && refusal.message.contains("unknown key 'states'") {
+            } catch let refusal as RPCError where states != nil && refusal.refusesUnknownKey("states") {
                 states = nil  // an older daemon: every state
                 continue
             }

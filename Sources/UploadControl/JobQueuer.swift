@@ -119,7 +119,7 @@ struct JobQueuer {
         let (sent, requests) = inFlight.removeFirst()
         var outcomes = try connection.answers(to: sent)
         if answerFields != nil, case .failure(let refusal)? = outcomes.first,
-            refusal.message.contains("unknown key 'job_fields'")
+            refusal.refusesUnknownKey("job_fields")
         {
             // An older daemon: whole jobs. Only the first request can meet it (the others go after
             // its answer), so nothing else is in flight.

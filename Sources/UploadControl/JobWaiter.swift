@@ -237,11 +237,11 @@ enum JobWaiter {
                     }
                     return jobs
                 } catch let refusal as RPCError
-                    where jobFields != nil && refusal.message.contains("unknown key 'job_fields'")
+                    where jobFields != nil && refusal.refusesUnknownKey("job_fields")
                 {
                     jobFields = nil  // an older daemon: whole jobs, which decode as well
                 } catch let refusal as RPCError
-                    where states != nil && refusal.message.contains("unknown key 'states'")
+                    where states != nil && refusal.refusesUnknownKey("states")
                 {
                     states = nil  // an older daemon still: every state, as before
                 }

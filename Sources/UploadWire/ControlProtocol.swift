@@ -147,6 +147,15 @@ public struct RPCNotification: Codable, Sendable {
     }
 }
 
+extension RPCError {
+    /// How params refuse a key they do not know, in the message of -32602.
+    static func unknownKeyText(_ key: String) -> String { "unknown key '\(key)'" }
+
+    /// Whether this is params refusing `key`: a daemon older than the key. Clients that use a
+    /// newer key ask again without it.
+    public func refusesUnknownKey(_ key: String) -> Bool { message.contains(Self.unknownKeyText(key)) }
+}
+
 /// Params types reject keys they do not know, so a misspelt option is an error, not a silent no-op.
 public protocol StrictParams: Decodable {
     static var knownKeys: Set<String> { get }
@@ -158,7 +167,7 @@ extension StrictParams {
         let value = params ?? .object([:])
         guard let object = value.objectValue else { throw RPCError.invalidParams("params must be an object") }
         if let unknown = object.keys.filter({ !knownKeys.contains($0) }).min() {
-            throw RPCError.invalidParams("unknown key '\(unknown)'")
+            throw RPCError.invalidParams(RPCError.unknownKeyText(unknown))
         }
         do {
             return try value.decode(Self.self)

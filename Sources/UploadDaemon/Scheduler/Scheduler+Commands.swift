@@ -303,9 +303,13 @@ extension Scheduler {
             chosen = store.jobs.values.sorted { $0.id < $1.id }
         }
         return chosen.filter { job in
-            (wanted?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
-                && (after.map { job.id > $0 } ?? true)
+            Self.picks(job, states: wanted, batch: batch) && (after.map { job.id > $0 } ?? true)
         }.map { info(for: $0) }
+    }
+
+    /// Whether `job.list`'s filters pick the job: in one of `states` and of `batch`, when given.
+    private static func picks(_ job: Job, states: Set<JobState>?, batch: JobID?) -> Bool {
+        (states?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
     }
 
     /// One page of `job.list`: the first `limit` jobs by ID after `after` that are in `states` and
@@ -319,9 +323,7 @@ extension Scheduler {
         // million jobs took ~60 ms copying each job out of the table, most of them past the page.
         for id in store.jobs.keys where (after.map { id > $0 } ?? true) && first.wouldKeep(id) {
             if wanted != nil || batch != nil {
-                guard let job = store.jobs[id], wanted?.contains(job.state) ?? true,
-                    batch == nil || job.spec.batch == batch
-                else { continue }
+                guard let job = store.jobs[id], Self.picks(job, states: wanted, batch: batch) else { continue }
             }
             first.offer(id)
         }

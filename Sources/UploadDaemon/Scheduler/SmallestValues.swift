@@ -24,9 +24,10 @@ struct SmallestValues<Value: Comparable> {
     }
 
     mutating func offer(_ value: Value) {
+        guard wouldKeep(value) else { return }
         if kept.count < capacity {
             kept.insert(Largest(value: value))
-        } else if let largest = kept.min, value < largest.value {
+        } else {
             kept.replaceMin(with: Largest(value: value))
         }
     }

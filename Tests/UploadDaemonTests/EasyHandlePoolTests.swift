@@ -8,7 +8,7 @@ import UploadWire
 
 /// The pool of easy handles, and what a reused handle must not carry over: libcurl's reset has to
 /// forget the credentials of the request before.
-@Suite("Easy handles: the pool", .serialized)
+@Suite("HTTP thread: the easy handles' pool and the sockets of kept connections", .serialized)
 struct EasyHandlePoolTests {
     init() { HTTPClient.globalInit() }
 
@@ -50,14 +50,24 @@ struct EasyHandlePoolTests {
 }
 
 /// A loopback HTTP/1.1 server that answers every request 201 and keeps the heads it received.
+/// `closingAfter`: each connection is closed that long after its first answer, as a server that
+/// keeps idle connections only briefly does, without saying so; with `announcingClose` the answer
+/// says `Connection: close` (then libcurl closes the connection itself).
 final class LoopbackHTTPServer: Sendable {
     let url: String
     private let listener: Int32
     private let heads = Mutex<[String]>([])
+    private let closingAfter: Duration?
+    private let announcingClose: Bool
+    /// Connections accepted so far.
+    private let accepted = Atomic<Int>(0)
 
     var requestHeads: [String] { heads.withLock { $0 } }
+    var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
 
-    init() throws {
+    init(closingAfter: Duration? = nil, announcingClose: Bool = false) throws {
+        self.closingAfter = announcingClose ? .zero : closingAfter
+        self.announcingClose = announcingClose
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -77,33 +87,53 @@ final class LoopbackHTTPServer: Sendable {
         Thread.detachNewThread { self.serve() }
     }
 
+    /// Stops accepting. The listener is closed by the thread that accepts, once its `accept` fails:
+    /// closed here, its number could be reused (by the next test's server) while that thread still
+    /// accepts on it.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func serve() {
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            var buffered: [UInt8] = []
-            while let head = Self.readHead(connection, &buffered) {
-                heads.withLock { $0.append(head) }
-                let length =
-                    head.split(separator: "\r\n").lazy
-                    .compactMap { line -> Int? in
-                        let parts = line.split(separator: ":", maxSplits: 1)
-                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
-                    }
-                    .first ?? 0
-                while buffered.count < length, Self.readMore(connection, &buffered) {}
-                buffered.removeFirst(min(length, buffered.count))
-                let answer = Array("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".utf8)
-                guard answer.withUnsafeBytes({ send(connection, $0.baseAddress, $0.count, 0) }) == answer.count else {
-                    return
+            guard connection >= 0 else {
+                close(listener)
+                return
+            }
+            accepted.add(1, ordering: .relaxed)
+            guard let closingAfter else {
+                answerAll(connection, closingAfter: nil)
+                continue
+            }
+            Thread.detachNewThread { self.answerAll(connection, closingAfter: closingAfter) }
+        }
+    }
+
+    private func answerAll(_ connection: Int32, closingAfter: Duration?) {
+        defer { close(connection) }
+        var buffered: [UInt8] = []
+        while let head = Self.readHead(connection, &buffered) {
+            heads.withLock { $0.append(head) }
+            let length =
+                head.split(separator: "\r\n").lazy
+                .compactMap { line -> Int? in
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
                 }
+                .first ?? 0
+            while buffered.count < length, Self.readMore(connection, &buffered) {}
+            buffered.removeFirst(min(length, buffered.count))
+            let close = announcingClose ? "Connection: close\r\n" : ""
+            let answer = Array("HTTP/1.1 201 Created\r\n\(close)Content-Length: 0\r\n\r\n".utf8)
+            guard answer.withUnsafeBytes({ send(connection, $0.baseAddress, $0.count, 0) }) == answer.count else {
+                return
+            }
+            if let closingAfter {
+                let (seconds, attoseconds) = closingAfter.components
+                Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+                return
             }
         }
     }

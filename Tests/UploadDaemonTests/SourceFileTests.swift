@@ -95,6 +95,29 @@ struct SourceFileTests {
         #expect(reader.readError?.error.message.contains("\(path) changed since it was added") == true)
     }
 
+    @Test func theEndOfAnUploadChecksAgainOnlyWhenSomethingWasReadSinceTheLastCheck() throws {
+        let (path, snapshot) = try original()
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        // The body's last read was checked: the bytes sent were the added ones, whatever happens after.
+        let checked = try SourceFile(snapshot: snapshot, displayPath: path)
+        let reader = BodyReader(.file(FileRegion(file: checked, offset: 0, length: 10)))
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(buffer.withUnsafeMutableBytes { reader.read(into: $0.baseAddress!, capacity: 16) } == 10)
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        try checked.confirmUnchanged()
+        expectChanged { try checked.verifyUnchanged() }
+
+        // Read with no check after it: the end of the upload looks at the file.
+        let otherPath = try directory.write("b.txt", "abcdefghij")
+        let otherSnapshot = try cache.snapshot(source: otherPath, id: JobID(2), mode: .none)
+        let unchecked = try SourceFile(snapshot: otherSnapshot, displayPath: otherPath)
+        #expect(buffer.withUnsafeMutableBytes { unchecked.read(into: $0.baseAddress!, count: 4, at: 0) } == 4)
+        try unchecked.confirmUnchanged()  // unchanged: passes, and counts as the check after that read
+        #expect(buffer.withUnsafeMutableBytes { unchecked.read(into: $0.baseAddress!, count: 4, at: 4) } == 4)
+        #expect(utimensat(AT_FDCWD, otherPath, &times, 0) == 0)
+        expectChanged { try unchecked.confirmUnchanged() }
+    }
+
     @Test func aCopyIsCheckedByItsOwnIdentityNotTheOriginals() throws {
         let path = try directory.write("c.txt", "0123456789")
         let snapshot = try cache.snapshot(source: path, id: JobID(2), mode: .copy)

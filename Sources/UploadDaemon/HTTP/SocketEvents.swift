@@ -19,6 +19,8 @@ final class SocketEvents: @unchecked Sendable {
     private static let capacity = 64
     private var readyFDs = [Int32](repeating: 0, count: capacity)
     private var readiness = [Int32](repeating: 0, count: capacity)
+    /// Sockets libcurl stopped watching that were left in the epoll set, by number (`watch`).
+    private var parked: [Bool] = []
 
     init() {
         epoll = CShims_epoll_create()
@@ -80,6 +82,13 @@ final class SocketEvents: @unchecked Sendable {
                 _ = read(wakeFD, &value, 8)
                 continue
             }
+            if unpark(fd) {
+                // A parked connection became ready: the server closed it, or sent what no request
+                // asked for. libcurl finds that out when it next looks at the connection; here it
+                // only leaves the set, or it would be reported again at every wait.
+                _ = CShims_epoll_forget(epoll, fd)
+                continue
+            }
             let flags = readiness[index]
             var bits: Int32 = 0
             if flags & Int32(CSHIMS_READABLE) != 0 { bits |= CCurl_CSELECT_IN }
@@ -91,15 +100,39 @@ final class SocketEvents: @unchecked Sendable {
 
     /// `watched`: whether the socket is in the epoll set already (libcurl keeps the mark set by
     /// curl_multi_assign until it removes the socket).
+    ///
+    /// A socket libcurl stops watching is parked, not taken out of the set: most are connections
+    /// kept for the next request, which libcurl watches again a moment later, so each small upload
+    /// saves an epoll_ctl. Watching a parked socket again changes its entry; when the socket was
+    /// closed meanwhile (the kernel drops a closed socket from the set by itself) and the number
+    /// now names a new one, the change fails and the socket is added (`add_or_change`). A parked
+    /// socket that becomes ready leaves the set (`wait`).
     fileprivate func watch(_ socket: Int32, what: Int32, watched: Bool) {
         if what == CCurl_POLL_REMOVE {
-            // The socket may be closed already: an error here is no matter.
-            _ = CShims_epoll_forget(epoll, socket)
-        } else if CShims_epoll_watch(epoll, socket, what & CCurl_POLL_IN, what & CCurl_POLL_OUT, watched ? 1 : 0) != 0 {
+            park(socket)
+            return
+        }
+        let inSet = unpark(socket) || watched
+        if CShims_epoll_watch(epoll, socket, what & CCurl_POLL_IN, what & CCurl_POLL_OUT, inSet ? 1 : 0) != 0 {
             Log.warning("HTTP: cannot watch socket \(socket): \(String(cString: strerror(errno)))")
         } else if !watched, let multi {
             curl_multi_assign(multi, socket, Self.watchedMark)
         }
+    }
+
+    private func park(_ socket: Int32) {
+        guard socket >= 0 else { return }
+        let index = Int(socket)
+        if index >= parked.count { parked += Array(repeating: false, count: index + 1 - parked.count) }
+        parked[index] = true
+    }
+
+    /// Whether `socket` was parked; it is not any more.
+    private func unpark(_ socket: Int32) -> Bool {
+        let index = Int(socket)
+        guard index >= 0, index < parked.count, parked[index] else { return false }
+        parked[index] = false
+        return true
     }
 
     /// The mark of a socket in the epoll set: any pointer but nil.

@@ -23,6 +23,10 @@ final class SourceFile: Sendable {
     let growing: GrowingCopy?
     /// Whether this attempt read bytes of the original, ahead of the copy (checked by `verifyUnchanged`).
     private let readAhead = Atomic<Bool>(false)
+    /// Reads begun so far, and how many had begun when a `verifyUnchanged` last passed (-1: none
+    /// yet): equal when that check came after the last read (`confirmUnchanged`).
+    private let readsBegun = Atomic<Int>(0)
+    private let readsVerified = Atomic<Int>(-1)
 
     init(snapshot: SourceSnapshot, displayPath: String, growing: GrowingCopy? = nil) throws(TransferFailure) {
         self.snapshot = snapshot
@@ -81,6 +85,7 @@ final class SourceFile: Sendable {
     /// Fails when the file no longer is what `add` saw, or when bytes read ahead of the copy being
     /// made may differ from the copy's.
     func verifyUnchanged() throws(TransferFailure) {
+        let reads = readsBegun.load(ordering: .acquiring)
         if let growing, readAhead.load(ordering: .relaxed) { try growing.verifyOriginalUnchanged() }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: snapshot.path).description) }
@@ -105,12 +110,22 @@ final class SourceFile: Sendable {
                 "\(displayPath) changed since it was added (size \(snapshot.size) → \(size)); add it again to upload the new content, or use --snapshot copy to upload a copy taken at add time"
             )
         }
+        readsVerified.store(reads, ordering: .releasing)
+    }
+
+    /// `verifyUnchanged` at the end of an upload, unless a check passed after the last read: a body
+    /// whose last read was checked (`BodyReader`, `CurlRequest.readWhole`) was sent as `add` saw
+    /// it, and a second `fstat` per file tells nothing more.
+    func confirmUnchanged() throws(TransferFailure) {
+        if readsVerified.load(ordering: .acquiring) == readsBegun.load(ordering: .acquiring) { return }
+        try verifyUnchanged()
     }
 
     /// Reads up to `count` bytes at `offset` (from the job's first byte) into `buffer`; returns the
     /// bytes read, 0 at the job's end, or -1 with errno (EAGAIN: not copied yet, see `isReady`).
     /// Bytes the copy being made has not got to come from the original file, while it may be read.
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+        readsBegun.wrappingAdd(1, ordering: .releasing)
         var count = Int(max(min(Int64(count), size - offset), 0))
         guard count > 0 else { return 0 }
         if let growing, !growing.isCopied {

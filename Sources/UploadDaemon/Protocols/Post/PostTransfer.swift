@@ -22,7 +22,7 @@ struct PostTransfer: Transfer {
                 status: response.status, method: "POST", url: Redaction.redactURL(target.url), body: response.bodyText,
                 retryAfter: response.retryAfter, location: response.header("location"))
         }
-        try context.source.verifyUnchanged()
+        try context.source.confirmUnchanged()
         let url = response.resultURL(pointer: target.resultURLPointer)
         return JobResult(url: url, status: response.status, body: String(response.bodyText.prefix(4096)))
     }

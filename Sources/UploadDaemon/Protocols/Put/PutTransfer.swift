@@ -29,7 +29,7 @@ struct PutTransfer: Transfer {
                 status: response.status, method: "PUT", url: Redaction.redactURL(target.url), body: response.bodyText,
                 retryAfter: response.retryAfter, location: response.header("location"))
         }
-        try context.source.verifyUnchanged()
+        try context.source.confirmUnchanged()
         return JobResult(url: Redaction.redactURL(target.url), status: response.status, body: nil)
     }
 

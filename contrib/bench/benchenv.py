@@ -106,6 +106,18 @@ def setup(build: bool) -> None:
     for binary in ("uploadd", "uploadctl", "uploadd-image"):
         if not (RELEASE / binary).exists():
             raise SetupError(f"no {RELEASE / binary}: run without --no-build")
+    if links_swift_runtime(RELEASE / "uploadd"):
+        raise SetupError(f"{RELEASE / 'uploadd'} loads the Swift runtime as shared libraries (a plain `swift build "
+                         "-c release`), not the build `make release` makes and installs: its RSS reads ~6 MiB "
+                         "higher and its start slower. Run `make release` first, or run without --no-build")
+
+
+def links_swift_runtime(binary: Path) -> bool:
+    """Whether `binary` needs libswiftCore.so (False when readelf is not there to tell)."""
+    if not shutil.which("readelf"):
+        return False
+    result = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True)
+    return "libswiftCore.so" in result.stdout
 
 
 def first_line(argv: list[str], stream: str = "stdout", pattern: str | None = None) -> str:

@@ -106,7 +106,9 @@ final class SocketEvents: @unchecked Sendable {
     /// saves an epoll_ctl. Watching a parked socket again changes its entry; when the socket was
     /// closed meanwhile (the kernel drops a closed socket from the set by itself) and the number
     /// now names a new one, the change fails and the socket is added (`add_or_change`). A parked
-    /// socket that becomes ready leaves the set (`wait`).
+    /// socket that becomes ready leaves the set (`wait`). This relies on no other process holding
+    /// libcurl's sockets, or a closed one would stay in the set under a number reused since: the
+    /// daemon's only fork (`CShims_spawn`) closes every descriptor above 3 in the child at once.
     fileprivate func watch(_ socket: Int32, what: Int32, watched: Bool) {
         if what == CCurl_POLL_REMOVE {
             park(socket)

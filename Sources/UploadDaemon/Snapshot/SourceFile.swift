@@ -115,9 +115,12 @@ final class SourceFile: Sendable {
 
     /// `verifyUnchanged` at the end of an upload, unless a check passed after the last read: a body
     /// whose last read was checked (`BodyReader`, `CurlRequest.readWhole`) was sent as `add` saw
-    /// it, and a second `fstat` per file tells nothing more.
+    /// it, and a second `fstat` per file tells nothing more. Always with a copy being made
+    /// alongside: the original it reads ahead from is checked up to the answer, as before.
     func confirmUnchanged() throws(TransferFailure) {
-        if readsVerified.load(ordering: .acquiring) == readsBegun.load(ordering: .acquiring) { return }
+        if growing == nil, readsVerified.load(ordering: .acquiring) == readsBegun.load(ordering: .acquiring) {
+            return
+        }
         try verifyUnchanged()
     }
 

@@ -12,7 +12,7 @@ import measure
 import transfers
 from benchenv import log
 from context import MIB, Bench, human_size, row, values
-from daemon import UPLOADCTL, Uploadd, fresh_uploadd
+from daemon import Uploadd, fresh_uploadd
 
 # A queue that does not drain: one transfer at a time, 1 KiB/s, and a 64 MiB "blocker" job in it,
 # so every job added after it stays queued (and costs no upload while adds are measured).
@@ -207,7 +207,7 @@ def status_time(b: Bench) -> dict:
     d = Uploadd(b.dir / "status", b.registry, "")
     d.wipe()
     d.start()
-    mine = [str(UPLOADCTL), "--socket", str(d.socket), "status"]
+    mine = [str(d.uploadctl), "--socket", str(d.socket), "status"]
     peer = ["systemctl", "--version"]
 
     def hyperfine(i):

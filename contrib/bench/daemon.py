@@ -13,8 +13,6 @@ from pathlib import Path
 import measure
 from benchenv import RELEASE
 
-UPLOADD = RELEASE / "uploadd"
-UPLOADCTL = RELEASE / "uploadctl"
 # Variables a daemon must not inherit from whoever runs the benchmark.
 SCRUBBED = ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID",
             "JOURNAL_STREAM", "UPLOADD_SOCKET", "STATE_DIRECTORY", "CACHE_DIRECTORY", "CONFIGURATION_DIRECTORY",
@@ -27,12 +25,18 @@ class DaemonError(Exception):
 
 
 class Uploadd:
-    """One uploadd under `home` (state/, cache/, control.sock, uploadd.conf, uploadd.log)."""
+    """One uploadd under `home` (state/, cache/, control.sock, uploadd.conf, uploadd.log), run from
+    `binaries` (the release build unless told; a probe compares builds). `cache`: the cache folder
+    elsewhere than home's, on another file system."""
 
-    def __init__(self, home: Path, registry: measure.Registry, config: str = ""):
+    def __init__(self, home: Path, registry: measure.Registry, config: str = "", binaries: Path = RELEASE,
+                 cache: Path | None = None):
         self.home = home
         self.registry = registry
+        self.uploadd = binaries / "uploadd"
+        self.uploadctl = binaries / "uploadctl"
         self.state = home / "state"
+        self.cache = cache or home / "cache"
         self.socket = home / "control.sock"
         self.config = home / "uploadd.conf"
         self.log = home / "uploadd.log"
@@ -61,7 +65,7 @@ class Uploadd:
             with open(self.log, "ab") as log:
                 started = time.perf_counter()
                 self.proc = self.registry.add("uploadd", subprocess.Popen(
-                    [str(UPLOADD), "--state-dir", str(self.state), "--cache-dir", str(self.home / "cache"),
+                    [str(self.uploadd), "--state-dir", str(self.state), "--cache-dir", str(self.cache),
                      "--socket", str(self.socket), "--config", str(self.config)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
             deadline = started + timeout
@@ -92,7 +96,7 @@ class Uploadd:
 
     def wipe(self) -> None:
         shutil.rmtree(self.state, ignore_errors=True)
-        shutil.rmtree(self.home / "cache", ignore_errors=True)
+        shutil.rmtree(self.cache, ignore_errors=True)
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -102,7 +106,7 @@ class Uploadd:
 
     def ctl(self, *args: str, check: str | None = None, timeout: float = 3600) -> measure.Ran:
         """Runs `uploadctl --socket ours ARGS...`, measured."""
-        ran = measure.run([str(UPLOADCTL), "--socket", str(self.socket), *args], timeout=timeout)
+        ran = measure.run([str(self.uploadctl), "--socket", str(self.socket), *args], timeout=timeout)
         return ran.check(check) if check else ran
 
     def cpu(self) -> float:

@@ -12,7 +12,8 @@ the split; this is what their rows were profiled with.
 
 `--bin` takes the build to measure (copy one aside to compare two builds: run the probe once per
 build, alternately). `--cache` puts the daemon's cache on another file system (the default
-snapshot's copies go there; default: tmpfs beside the sources).
+snapshot's copies go there; default: tmpfs beside the sources): give it a new folder, which the
+daemon makes and keeps.
 
 Session 21, 2-core bench machine, 20,000 x 4 KiB, `--snapshot none`, release build of 2c0b532:
 curl 97 us of CPU a file, nginx 73 us under it (170 us a file for the run); the daemon 118 us (its
@@ -23,7 +24,6 @@ with it on the disk. Read in the bench README, "What bounds the small-file rows"
 
 import argparse
 import os
-import resource
 import shutil
 import signal
 import statistics
@@ -33,16 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import measure  # noqa: E402  (the benchmark's own modules, beside this folder)
+from daemon import Uploadd  # noqa: E402
 
 
 def nginx_worker(env: dict) -> int | None:
@@ -64,7 +57,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--snapshot", default="none", choices=["none", "auto", "copy"])
-    parser.add_argument("--cache", help="the daemon's cache folder (default: on tmpfs)")
+    parser.add_argument("--cache", help="a new folder for the daemon's cache (default: on tmpfs)")
     profile = parser.add_mutually_exclusive_group()
     profile.add_argument("--perf", help="perf record -g of the daemon over uploadd's last round, into this file")
     profile.add_argument("--strace", help="strace -f of the daemon over uploadd's last round, into this file")
@@ -73,12 +66,11 @@ def main() -> int:
     env = dict(line.strip().split("=", 1) for line in Path(args.env).read_text().splitlines() if "=" in line)
     url = env["UPLOADD_TEST_NGINX_URL"] + "/dav/"
     dav = Path(env["UPLOADD_TEST_NGINX_ROOT"]) / "dav"
-    binaries = Path(args.bin).resolve()
     worker = nginx_worker(env)
+    nginx_cpu = (lambda: measure.cpu_seconds(worker)) if worker else (lambda: 0.0)
     home = Path(tempfile.mkdtemp(prefix="uploadd-small-files-", dir="/dev/shm"))
-    home.chmod(0o700)
     tag = f"probe-{os.getpid()}"
-    daemon = None
+    registry = measure.Registry()
     try:
         sources = home / "src"
         sources.mkdir()
@@ -87,55 +79,38 @@ def main() -> int:
             path = sources / f"f{index:06d}.bin"
             path.write_bytes(os.urandom(args.size))
             files.append(str(path))
-        (home / "uploadd.conf").write_text("")
-        control = home / "control.sock"
-        daemon_env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
-        daemon_env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/uploadd-probe"
-        daemon = subprocess.Popen(
-            [str(binaries / "uploadd"), "--state-dir", str(home / "state"), "--cache-dir", args.cache or str(home / "cache"),
-             "--socket", str(control), "--config", str(home / "uploadd.conf")],
-            stdout=open(home / "uploadd.log", "w"), stderr=subprocess.STDOUT, env=daemon_env, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not control.exists():
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                print(f"uploadd did not start; its log: {home / 'uploadd.log'}", file=sys.stderr)
-                return 1
-            time.sleep(0.05)
-        ctl = [str(binaries / "uploadctl"), "--socket", str(control)]
-        nginx_cpu = (lambda: cpu_seconds(worker)) if worker else (lambda: 0.0)
+        daemon = Uploadd(home / "daemon", registry, binaries=Path(args.bin).resolve(),
+                         cache=Path(args.cache) if args.cache else None)
+        daemon.start()
 
         def curl(round_: int) -> dict:
             listing = home / "curl-list"
             with open(listing, "w") as out:
                 for f in files:
                     out.write(f'upload-file = "{f}"\nurl = "{url}{tag}-curl-{round_}/{Path(f).name}"\noutput = "/dev/null"\n')
-            client, server, started = children_cpu(), nginx_cpu(), time.perf_counter()
+            server = nginx_cpu()
             # Its parallel progress meter shows even with -s: kept out of the probe's output.
-            ran = subprocess.run(["curl", "-sS", "-Z", "--parallel-max", "4", "--fail", "-K", str(listing)],
-                                 capture_output=True, text=True)
-            if ran.returncode != 0:
-                raise RuntimeError(f"curl -Z failed ({ran.returncode}): {ran.stderr[-2000:]}")
-            return {"wall": time.perf_counter() - started, "client": children_cpu() - client, "nginx": nginx_cpu() - server}
+            ran = measure.run(["curl", "-sS", "-Z", "--parallel-max", "4", "--fail", "-K", str(listing)]).check("curl -Z")
+            return {"wall": ran.wall, "client": ran.cpu, "nginx": nginx_cpu() - server}
 
         def uploadd(round_: int) -> dict:
             profiler = None
             if round_ == args.rounds - 1 and (args.perf or args.strace):
                 command = (["perf", "record", "-F", "2000", "-g", "-o", args.perf] if args.perf
                            else ["strace", "-f", "-tt", "-o", args.strace])
-                profiler = subprocess.Popen(command + ["-p", str(daemon.pid)], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+                profiler = registry.add("profiler", subprocess.Popen(
+                    command + ["-p", str(daemon.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 time.sleep(1)
-            client, own, server, started = children_cpu(), cpu_seconds(daemon.pid), nginx_cpu(), time.perf_counter()
-            added = subprocess.run(ctl + ["add", *files, "--to", f"{url}{tag}-uploadd-{round_}/", "--protocol", "put",
-                                          "--snapshot", args.snapshot], check=True, capture_output=True, text=True)
-            after_add = children_cpu()
-            subprocess.run(ctl + ["wait", *added.stdout.split()], check=True, capture_output=True)
-            result = {"wall": time.perf_counter() - started, "add": after_add - client, "wait": children_cpu() - after_add,
-                      "daemon": cpu_seconds(daemon.pid) - own, "nginx": nginx_cpu() - server}
+            own, server = measure.cpu_seconds(daemon.pid), nginx_cpu()
+            added = daemon.ctl("add", *files, "--to", f"{url}{tag}-uploadd-{round_}/", "--protocol", "put",
+                               "--snapshot", args.snapshot, check="uploadctl add")
+            waited = daemon.ctl("wait", *added.stdout.split(), check="uploadctl wait")
+            result = {"wall": added.wall + waited.wall, "add": added.cpu, "wait": waited.cpu,
+                      "daemon": measure.cpu_seconds(daemon.pid) - own, "nginx": nginx_cpu() - server}
             if profiler:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait()
-            subprocess.run(ctl + ["clear"], check=True, capture_output=True)
+            daemon.ctl("clear", check="uploadctl clear")
             return result
 
         def per_file(seconds: float) -> str:
@@ -160,12 +135,7 @@ def main() -> int:
               f"client CPU {uploadd_cpu / curl_cpu:.2f}x curl's")
         return 0
     finally:
-        if daemon and daemon.poll() is None:
-            daemon.terminate()
-            try:
-                daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+        registry.stop_all()
         for uploaded in dav.glob(f"{tag}-*"):
             shutil.rmtree(uploaded, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)

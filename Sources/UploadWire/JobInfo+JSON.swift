@@ -308,30 +308,28 @@ struct JSONWriter {
 
     mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Most strings (paths, URLs, states) need no escape: one scan of their bytes where they lie,
-        // and one copy (the generic `utf8.contains(where:)` was 5% of `uploadctl add`'s CPU).
-        let copied = value.utf8.withContiguousStorageIfAvailable { utf8 in
-            guard !utf8.contains(where: Self.needsEscape) else { return false }
-            bytes.append(contentsOf: utf8)
-            return true
-        }
-        if copied == true {
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 0x08: bytes.append(contentsOf: [92, UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [92, UInt8(ascii: "f")])
-            case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: bytes.append(byte)
+        var value = value
+        value.withUTF8 { utf8 in
+            // Most strings (paths, URLs, states) need no escape: one scan of their bytes and one
+            // copy (the generic `utf8.contains(where:)` was 5% of `uploadctl add`'s CPU).
+            guard utf8.contains(where: Self.needsEscape) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+                case 0x08: bytes.append(contentsOf: [92, UInt8(ascii: "b")])
+                case 0x0C: bytes.append(contentsOf: [92, UInt8(ascii: "f")])
+                case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+                case 0..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                default: bytes.append(byte)
+                }
             }
         }
         bytes.append(UInt8(ascii: "\""))

@@ -25,11 +25,7 @@ public enum Redaction {
 
     /// Whether `url` has an `@` or a `?`, the only places `redactURL` looks for secrets.
     private static func mayHoldSecret(_ url: String) -> Bool {
-        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-            bytes.contains { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") }
-        }
-        if let found = url.utf8.withContiguousStorageIfAvailable(scan) { return found }
-        var copy = url
-        return copy.withUTF8(scan)
+        var url = url
+        return url.withUTF8 { $0.contains { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") } }
     }
 }

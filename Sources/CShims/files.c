@@ -105,3 +105,11 @@ int CShims_install_crash_marker(const char *path) {
     }
     return 0;
 }
+
+#include <sys/vfs.h>
+
+long CShims_filesystem_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long)info.f_type;
+}

@@ -23,7 +23,8 @@ struct AddCommand: ControlCommand {
           --exclude GLOB      skip files and folders whose name, or path inside the folder added,
                               matches GLOB ('*.tmp', 'cache/*'); repeatable
           --hidden            also add hidden files and folders (names starting with '.')
-          --follow            follow symlinks inside folders (they are skipped by default)
+          --follow            follow symlinks inside folders (skipped by default) and symlinks
+                      of other users on the way to a PATH named (refused by default)
           -0                  with '-': the paths on stdin end with NUL, as find -print0 writes
           --to DEST           http(s)://host/dir/ (a trailing slash appends the file name),
                               http(s)://host/dir/name, s3://bucket/prefix/, file:///dir/, or REMOTE:path
@@ -241,7 +242,9 @@ struct AddCommand: ControlCommand {
         let queue = { (path: String) throws in
             let absolute = Self.absolutePath(path, workingDirectory: context.workingDirectory)
             try command.walker.walk(absolute) { found in
-                try queuer.add(source: found.path, destination: try command.destination(forFolder: found.folder))
+                try queuer.add(
+                    source: found.path, identity: found.identity,
+                    destination: try command.destination(forFolder: found.folder))
             } problem: { problem in
                 unreadable.append(
                     JobFailure(

@@ -7,12 +7,18 @@ import UploadWire
 /// Walked with `openat`/`fdopendir` from the folder's descriptor, names sorted in each folder.
 /// Hand-written because glibc's fts(3) is not visible to Swift. Symlinks inside a folder are
 /// skipped unless `followSymlinks`; followed ones are guarded against loops by device and inode.
+///
+/// Each file found carries the identity its check saw (`SourceIdentity`), which the daemon holds
+/// the path to: in a folder others can write to, a symlink to one of the user's private files
+/// renamed into a checked file's place is refused rather than uploaded.
 struct FolderWalker: Equatable {
-    /// A file to add: its path, and the folder path to put it under at the destination (empty
-    /// for a file named on its own).
+    /// A file to add: its path, the folder path to put it under at the destination (empty for a
+    /// file named on its own), and the file its check found (nil: the check failed, and the
+    /// daemon says why when it looks).
     struct Found: Equatable {
         var path: String
         var folder: String
+        var identity: SourceIdentity?
     }
 
     /// Something that could not be read: it is reported and the walk goes on.
@@ -34,15 +40,28 @@ struct FolderWalker: Equatable {
 
     /// Visits what `path` stands for: the file itself, or every file under the folder.
     func walk(_ path: String, visit: (Found) throws -> Void, problem: (Problem) -> Void) rethrows {
+        if !followSymlinks, let link = Self.foreignSymlink(in: path) {
+            problem(
+                Problem(
+                    path: path,
+                    message:
+                        "\(link.path) is a symlink of another user (uid \(link.owner)), who may have put it there to make you upload what it points to; add it with --follow if you trust it"
+                ))
+            return
+        }
         var info = stat()
+        // Followed: a symlink of the user's own (or root's) named on the command line is the
+        // user's choice, as with cp.
         guard stat(path, &info) == 0 else {
             // Not there (or unreadable): the daemon says why, as for any file named.
-            try visit(Found(path: path, folder: ""))
+            try visit(Found(path: path, folder: "", identity: nil))
             return
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             let name = SafeFileName.lastComponent(of: path)
-            if !isExcluded(name: name, relativePath: name) { try visit(Found(path: path, folder: "")) }
+            if !isExcluded(name: name, relativePath: name) {
+                try visit(Found(path: path, folder: "", identity: SourceIdentity(info)))
+            }
             return
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -55,6 +74,25 @@ struct FolderWalker: Equatable {
         try walkFolder(
             fd, path: path, folder: top == "/" ? "" : top, relative: "", visited: &visited, visit: visit,
             problem: problem)
+    }
+
+    /// The first symlink on the way to `path` (an absolute path) that neither the user nor root
+    /// owns: in a folder another user can write to, such a link (or one renamed over a file the
+    /// user saw there) leads `add` to one of the user's own private files, which the user can read
+    /// and the other user then gets from the destination. The kernel's `fs.protected_symlinks`
+    /// guards only sticky world-writable folders such as /tmp; this guards every folder. One
+    /// `lstat` per component, for the paths named (a symlink's target's own links are resolved
+    /// by the kernel; the daemon's identity check still holds the file to the one found here).
+    static func foreignSymlink(in path: String) -> (path: String, owner: uid_t)? {
+        let user = getuid()
+        var prefix = ""
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
+            prefix += "/" + String(decoding: component, as: UTF8.self)
+            var info = stat()
+            guard lstat(prefix, &info) == 0 else { return nil }  // not there: the daemon says so
+            if info.st_mode & S_IFMT == S_IFLNK, info.st_uid != user, info.st_uid != 0 { return (prefix, info.st_uid) }
+        }
+        return nil
     }
 
     /// Walks the open folder `fd` (closing it): files first in name order, then each sub-folder.
@@ -97,7 +135,8 @@ struct FolderWalker: Equatable {
             }
             switch info.st_mode & S_IFMT {
             case S_IFREG:
-                try visit(Found(path: fullPath, folder: folder))
+                // The entry itself (lstat), or what a symlink followed on purpose points to.
+                try visit(Found(path: fullPath, folder: folder, identity: SourceIdentity(info)))
             case S_IFDIR:
                 guard visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
                     problem(Problem(path: fullPath, message: "a symlink loop; skipped"))

@@ -39,6 +39,9 @@ struct JobQueuer {
     /// Only the ID and batch of each job in the answers, unless `--json` prints them whole (or
     /// an older daemon does not know `job_fields`).
     private var answerFields: [String]?
+    /// Whether each file's identity goes with it: not to a daemon older than `source_identity`,
+    /// which would refuse the add (and cannot check it either).
+    private var sendsIdentities = true
 
     init(connection: DaemonConnection, context: CommandContext, template: AddParams) {
         self.connection = connection
@@ -48,13 +51,15 @@ struct JobQueuer {
         answerFields = context.json ? nil : ["batch"]
     }
 
-    /// Queues one file for `destination`; sends a request once enough are waiting.
-    mutating func add(source: String, destination: String) throws {
+    /// Queues one file for `destination`, the file `identity` (what its check found); sends a
+    /// request once enough are waiting.
+    mutating func add(source: String, identity: SourceIdentity?, destination: String) throws {
         if template.clientToken != nil, added.count + failures.count + pending.count >= 1 {
             throw UsageError("--client-token names one job: add a single file with it")
         }
         var params = template
         params.source = source
+        params.sourceIdentity = identity
         params.destination = destination
         pending.append(params)
         if pending.count >= nextRequestSize { try sendWaiting() }
@@ -109,21 +114,37 @@ struct JobQueuer {
         return requests.map { params in
             var object = shared
             object["source"] = .string(params.source)
+            if sendsIdentities, let identity = params.sourceIdentity {
+                object["source_identity"] = .string(identity.description)
+            }
             object["destination"] = .string(params.destination)
             return (method: ControlMethod.add, params: JSONValue.object(object))
         }
+    }
+
+    /// Stops sending a key an older daemon refused: `job_fields` (it then answers whole jobs) or
+    /// `source_identity` (it then opens the path as it finds it, as it always did). False when
+    /// the refusal is of something else.
+    private mutating func dropKey(refusedBy refusal: RPCError) -> Bool {
+        if answerFields != nil, refusal.refusesUnknownKey("job_fields") {
+            answerFields = nil
+            return true
+        }
+        if sendsIdentities, refusal.refusesUnknownKey("source_identity") {
+            sendsIdentities = false
+            return true
+        }
+        return false
     }
 
     /// Reads the answers to the oldest request in flight.
     private mutating func readOldestAnswers() throws {
         let (sent, requests) = inFlight.removeFirst()
         var outcomes = try connection.answers(to: sent)
-        if answerFields != nil, case .failure(let refusal)? = outcomes.first,
-            refusal.refusesUnknownKey("job_fields")
-        {
-            // An older daemon: whole jobs. Only the first request can meet it (the others go after
-            // its answer), so nothing else is in flight.
-            answerFields = nil
+        // An older daemon refuses the keys it does not know, one at a time: ask again without
+        // each. Only the first request can meet it (the others go after its answer), so nothing
+        // else is in flight.
+        while case .failure(let refusal)? = outcomes.first, dropKey(refusedBy: refusal) {
             outcomes = try connection.callBatch(calls(for: requests))
         }
         var ids: [String] = []

@@ -29,6 +29,9 @@ extension AddParams {
         case "source":
             guard let source = value.plainString else { return false }
             params.source = source
+        case "source_identity":
+            guard let text = value.plainString, let identity = SourceIdentity(text) else { return false }
+            params.sourceIdentity = identity
         case "destination":
             guard let destination = value.plainString else { return false }
             params.destination = destination

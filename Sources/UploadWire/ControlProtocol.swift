@@ -191,6 +191,9 @@ extension StrictParams {
 /// `job.add` params: the same names as uploadctl's options.
 public struct AddParams: Codable, Sendable, StrictParams {
     public var source: String
+    /// The file the client checked at `source` (`SourceIdentity`): the daemon refuses whatever
+    /// else it finds there. Clients that walk folders others can write to must send it.
+    public var sourceIdentity: SourceIdentity?
     public var destination: String
     public var `protocol`: UploadProtocol?
     /// `K: V` strings.
@@ -224,6 +227,7 @@ public struct AddParams: Codable, Sendable, StrictParams {
 
     enum CodingKeys: String, CodingKey {
         case source, destination, `protocol`, headers, fields, user, priority, snapshot, image, metadata, umask, batch
+        case sourceIdentity = "source_identity"
         case chunkSize = "chunk_size"
         case clientToken = "client_token"
         case newBatch = "new_batch"
@@ -232,12 +236,13 @@ public struct AddParams: Codable, Sendable, StrictParams {
 
     public static let knownKeys: Set<String> = [
         "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
-        "image", "client_token", "metadata", "umask", "batch", "new_batch", "job_fields",
+        "image", "client_token", "metadata", "umask", "batch", "new_batch", "job_fields", "source_identity",
     ]
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         source = try container.decode(String.self, forKey: .source)
+        sourceIdentity = try container.decodeIfPresent(SourceIdentity.self, forKey: .sourceIdentity)
         destination = try container.decode(String.self, forKey: .destination)
         `protocol` = try container.decodeIfPresent(UploadProtocol.self, forKey: .protocol)
         headers = try container.decodeIfPresent([String].self, forKey: .headers)

@@ -289,6 +289,7 @@ public struct HelloInfo: Codable, Sendable {
         case listPages = "list.pages"
         case listJobFields = "list.job_fields"
         case clearJobFields = "clear.job_fields"
+        case sourceIdentity = "source_identity"
     }
 
     enum CodingKeys: String, CodingKey {

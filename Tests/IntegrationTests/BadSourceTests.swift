@@ -126,6 +126,64 @@ final class BadSourceTests {
             !FileManager.default.fileExists(atPath: stored), "the server stored a file that mixes old and new bytes")
     }
 
+    /// Files whose size is not their length (issue 47, finding 4): a sysfs file says 4,096 bytes
+    /// and holds 23, a procfs file says 0. Refused at add in every snapshot mode, saying what to
+    /// do; uploadd once sent the 23 bytes and then zeros, or nothing, and called it completed.
+    @Test func aFileTheKernelMakesAsItIsReadIsRefusedAtAdd() throws {
+        let out = files.appendingPathComponent("pseudo-out").path
+        for path in ["/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/status", "/proc/cpuinfo"]
+        where FileManager.default.isReadableFile(atPath: path) {
+            for mode in SnapshotMode.allCases {
+                let result = try daemon.ctl(
+                    ["add", path, "--to", "file://\(out)/", "--snapshot", mode.rawValue], timeout: 20)
+                #expect(result.status == 1, "\(path) with --snapshot \(mode.rawValue): \(result)")
+                #expect(result.stderr.contains("copy it first (cat \(path) > FILE)"), "\(result)")
+            }
+        }
+        #expect(try daemon.ctlJSON(JobList.self, ["list"]).jobs.isEmpty, "nothing was queued")
+        #expect(!FileManager.default.fileExists(atPath: out), "nothing was written")
+    }
+
+    /// A 31 MiB file cut to 1 MiB while its add copies it (issue 47, finding 4: the copy, its room
+    /// taken ahead, was uploaded whole with a tail of zeros and called completed). Cut at a
+    /// different moment each round: before the check, during the copy, or after it. Whatever the
+    /// moment, what arrives is the file as it was, or as it was cut, or nothing with a reason.
+    @Test func aSourceCutShortWhileItIsCopiedIsNeverUploadedWithZeros() throws {
+        let local = try DaemonProcess(name: "cut-short")
+        try local.start()
+        defer { local.stop() }
+        let size = 31 << 20
+        let cut = 1 << 20
+        var refusedDuringCopy = 0
+        for round in 0..<10 {
+            let path = try file("cut-\(round).bin", size: size)
+            let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+            let out = files.appendingPathComponent("cut-out-\(round)").path
+            let cutter = DispatchGroup()
+            DispatchQueue.global().async(group: cutter) {
+                usleep(UInt32(round * 4_000))
+                truncate(path, off_t(cut))
+            }
+            let result = try local.ctl(
+                ["add", path, "--to", "file://\(out)/", "--snapshot", "copy", "--wait"], timeout: 60)
+            cutter.wait()
+            let arrived = try? Data(contentsOf: URL(fileURLWithPath: out + "/cut-\(round).bin"))
+            if result.status == 0 {
+                #expect(
+                    arrived == whole || arrived == whole.prefix(cut),
+                    "round \(round): \(arrived?.count ?? -1) bytes arrived, neither the file nor its first MiB")
+            } else {
+                #expect(arrived == nil, "round \(round): a refused add uploaded \(arrived?.count ?? 0) bytes")
+                #expect(
+                    result.stderr.contains("ended after") || result.stderr.contains("changed while it was copied"),
+                    "round \(round): \(result)")
+                refusedDuringCopy += 1
+            }
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        print("rounds whose cut came during the copy: \(refusedDuringCopy) of 10")
+    }
+
     /// A sparse file past 4 GiB (so no size or offset may be 32 bits anywhere), with bytes on both
     /// sides of the 4 GiB line, uploaded with `--snapshot none` to a `file://` destination. Both
     /// are on tmpfs, so the holes cost nothing and the copy (memory) goes away with its mount; two

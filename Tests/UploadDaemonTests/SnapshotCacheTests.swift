@@ -56,6 +56,59 @@ struct SnapshotCacheTests {
         #expect(!FileManager.default.fileExists(atPath: snapshot.path))
     }
 
+    // MARK: Files whose size is not their length (issue 47, finding 4)
+
+    /// A sysfs file says 4,096 bytes and holds a few: the copy, its room taken ahead, must not
+    /// become those bytes and then zeros. A procfs file says 0 and holds text: not an empty copy.
+    static let pseudoFiles = ["/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/status"].filter {
+        FileManager.default.isReadableFile(atPath: $0)
+    }
+
+    @Test(arguments: pseudoFiles)
+    func aCopyOfAFileWhoseSizeIsNotItsLengthIsRefused(path: String) throws {
+        let error = failure(path, mode: .copy)
+        #expect(
+            error?.error.message.contains("ended after") == true
+                || error?.error.message.contains("holds more than") == true, "\(String(describing: error))")
+    }
+
+    @Test(arguments: pseudoFiles)
+    func aPackedCopyOfAFileWhoseSizeIsNotItsLengthIsRefused(path: String) throws {
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        let normal = try source("normal.bin")
+        let results = try #require(
+            cache.pack([
+                (path, Int64(info.st_size), JobID(1), .copy, nil), (normal, Int64(content.count), JobID(2), .copy, nil),
+            ]))
+        let error = #expect(throws: TransferFailure.self) { try results[0].get() }
+        #expect(error?.error.code == "source")
+        let kept = try results[1].get()
+        #expect(kept.packOffset == 0, "the refused file left nothing in the pack")
+    }
+
+    @Test(arguments: pseudoFiles)
+    func theAddCheckRefusesPseudoFilesSayingWhatToDo(path: String) throws {
+        let error = #expect(throws: TransferFailure.self) { try cache.original(of: path) }
+        #expect(
+            error?.error.message.contains("copy it first (cat \(path) > FILE)") == true, "\(String(describing: error))")
+    }
+
+    @Test func aFileOtherThanTheOneCheckedIsRefused() throws {
+        let checked = try source("checked.bin")
+        let other = try source("other.bin")
+        let identity = try #require(SourceIdentity.of(other, followingSymlink: false))
+        for mode in [SnapshotMode.copy, .none] {
+            let error = #expect(throws: TransferFailure.self) {
+                try cache.snapshot(source: checked, id: JobID(3), mode: mode, expecting: identity)
+            }
+            #expect(error?.error.message.contains("is not the file that was checked") == true)
+        }
+        #expect(throws: TransferFailure.self) { try cache.original(of: checked, expecting: identity) }
+        #expect(try cache.original(of: other, expecting: identity).size == Int64(content.count))
+        #expect(cacheFiles().isEmpty)
+    }
+
     /// Linux refuses copy_file_range between file systems (tmpfs to ext4): the copy must still happen.
     @Test(.enabled(if: FileManager.default.isWritableFile(atPath: "/dev/shm"), "needs /dev/shm (a tmpfs)"))
     func aSourceOnAnotherFileSystemIsCopied() throws {

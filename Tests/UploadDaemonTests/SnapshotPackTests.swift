@@ -24,11 +24,13 @@ struct SnapshotPackTests {
     }
 
     /// `count` source files of `size` bytes each, for jobs 1..., to be copied (`--snapshot copy`).
-    func copies(_ count: Int, size: Int, firstID: UInt64 = 1) throws -> [(String, Int64, JobID, SnapshotMode)] {
+    func copies(_ count: Int, size: Int, firstID: UInt64 = 1) throws -> [(
+        String, Int64, JobID, SnapshotMode, SourceIdentity?
+    )] {
         try (0..<count).map { index in
             let id = firstID + UInt64(index)
             let path = try directory.write("src/\(id)", bytes: bytes(size, seed: UInt8(truncatingIfNeeded: id)))
-            return (path, Int64(size), JobID(id), .copy)
+            return (path, Int64(size), JobID(id), .copy, nil)
         }
     }
 
@@ -50,10 +52,11 @@ struct SnapshotPackTests {
 
     @Test func eachJobReadsItsOwnBytesAndNothingOfItsNeighbours() throws {
         let contents = [bytes(65_536, seed: 1), [], bytes(10, seed: 2), bytes(200_001, seed: 3)]
-        let files = try contents.enumerated().map { index, content in
+        let files = try contents.enumerated().map {
+            index, content -> (String, Int64, JobID, SnapshotMode, SourceIdentity?) in
             (
                 try directory.write("src/\(index)", bytes: content), Int64(content.count), JobID(UInt64(10 + index)),
-                SnapshotMode.auto
+                .auto, nil
             )
         }
         let results = try #require(cache.pack(files))
@@ -83,8 +86,8 @@ struct SnapshotPackTests {
         let last = try directory.write("src/c", bytes: bytes(50, seed: 5))
         let results = try #require(
             cache.pack([
-                (first, 100, JobID(1), .copy), (directory.path + "/src/gone", 70, JobID(2), .copy),
-                (directory.path + "/src", 0, JobID(3), .auto), (last, 50, JobID(4), .copy),
+                (first, 100, JobID(1), .copy, nil), (directory.path + "/src/gone", 70, JobID(2), .copy, nil),
+                (directory.path + "/src", 0, JobID(3), .auto, nil), (last, 50, JobID(4), .copy, nil),
             ]))
         #expect(try results[0].get().packOffset == 0)
         #expect(throws: TransferFailure.self) { try results[1].get() }
@@ -96,7 +99,7 @@ struct SnapshotPackTests {
 
     @Test func noFileReadableLeavesNoPack() throws {
         let results = try #require(
-            cache.pack([("/nonexistent/a", 1, JobID(1), .copy), ("/nonexistent/b", 1, JobID(2), .auto)]))
+            cache.pack([("/nonexistent/a", 1, JobID(1), .copy, nil), ("/nonexistent/b", 1, JobID(2), .auto, nil)]))
         #expect(results.allSatisfy { (try? $0.get()) == nil })
         #expect(cacheFiles().isEmpty)
     }
@@ -133,7 +136,8 @@ struct SnapshotPackTests {
     @Test func orphanedPacksGoAndPacksJobsNeedStay() throws {
         let files = try copies(2, size: 10)
         let kept = try #require(cache.pack(files))[0].get()
-        let orphan = try #require(cache.pack(files.map { ($0.0, $0.1, JobID($0.2.rawValue + 10), $0.3) }))[0].get()
+        let orphan = try #require(cache.pack(files.map { ($0.0, $0.1, JobID($0.2.rawValue + 10), $0.3, $0.4) }))[0]
+            .get()
         _ = try directory.write("cache/snapshots/pack-notanid", "not ours")
         cache.removeOrphans(keeping: [kept.path])
         #expect(cacheFiles() == ["pack-1", "pack-notanid"])

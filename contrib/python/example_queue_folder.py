@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,9 @@ import uploadd_client as ud  # noqa: E402
 
 
 def walk(folder: Path):
-    """Yields (path, folder relative to FOLDER's parent) for every file, hidden ones left out."""
+    """Yields (path, folder relative to FOLDER's parent, lstat) for every regular file, hidden
+    ones and symlinks left out. The lstat goes to uploadd with the path: if another user renames a
+    symlink to one of your private files over a file after this check, uploadd refuses it."""
     top = folder.name
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -39,8 +42,12 @@ def walk(folder: Path):
             if name.startswith("."):
                 continue
             path = os.path.join(root, name)
-            if os.path.isfile(path):
-                yield path, sub
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                yield path, sub, info
 
 
 def size(n: float) -> str:
@@ -70,8 +77,9 @@ def main() -> int:
         return 69
 
     with client:
-        files = dict(walk(folder))  # path -> sub-folder
-        jobs, errors = client.add_many(files, lambda path: ud.join_destination(destination, files[path]))
+        found = {path: (sub, info) for path, sub, info in walk(folder)}
+        jobs, errors = client.add_many(found, lambda path: ud.join_destination(destination, found[path][0]),
+                                       source_identity=lambda path: found[path][1])
         for error in errors:
             print(f"not queued: {error['source']}: {error['message']}", file=sys.stderr)
         if not jobs:

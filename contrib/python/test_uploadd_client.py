@@ -362,6 +362,25 @@ class ClientTests(DaemonTestCase):
         self.assertIsNotNone(typed.created_at.tzinfo)
         self.assertEqual([j["id"] for j in self.client.get([job["id"]])], [job["id"]])
 
+    def test_a_file_other_than_the_one_checked_is_refused(self) -> None:
+        # A symlink (or any other file) renamed over the checked file before the daemon opens it:
+        # the identity the walk found goes with the path, and the daemon refuses the mismatch.
+        checked, other = self.files(2, 100)
+        identity = ud.source_identity(other)
+        with self.assertRaises(ud.UploaddError) as refused:
+            self.client.add(checked, self.destination(), source_identity=identity)
+        self.assertEqual(refused.exception.code, ud.CODE_SOURCE_ERROR)
+        self.assertIn("is not the file that was checked", refused.exception.message)
+        jobs, errors = self.client.add_many([checked, other], self.destination(),
+                                            source_identity=lambda path: identity)
+        self.assertEqual([j["source"] for j in jobs], [other])
+        self.assertEqual([e["source"] for e in errors], [checked])
+        # The default: what os.stat finds when add is called.
+        job = self.client.add(checked, self.destination())
+        self.assertEqual(job["source"], checked)
+        ended = self.client.wait([job["id"]] + [j["id"] for j in jobs], timeout=60)
+        self.assertEqual([j["state"] for j in ended], ["completed", "completed"])
+
     def test_relative_source_is_made_absolute(self) -> None:
         source = Path(self.files(1)[0])
         old = os.getcwd()

@@ -53,7 +53,7 @@ __all__ = [
     "Client", "Job", "Event", "EventStream",
     "UploaddClientError", "UploaddNotRunning", "UploaddUntrusted", "UploaddError", "ConnectionClosed",
     "SubscriptionOverflow", "ProtocolError",
-    "resolve_socket_path", "join_destination", "TERMINAL_STATES", "JOB_STATES", "EVENT_KINDS",
+    "resolve_socket_path", "join_destination", "source_identity", "TERMINAL_STATES", "JOB_STATES", "EVENT_KINDS",
     "CODE_PARSE_ERROR", "CODE_INVALID_REQUEST", "CODE_METHOD_NOT_FOUND", "CODE_INVALID_PARAMS",
     "CODE_INTERNAL_ERROR", "CODE_JOB_NOT_FOUND", "CODE_INVALID_TRANSITION", "CODE_SOURCE_ERROR",
     "CODE_NO_SPACE", "CODE_SHUTTING_DOWN", "CODE_DENIED", "CODE_CONFIG_ERROR", "CODE_BUSY",
@@ -179,6 +179,16 @@ class ProtocolError(UploaddClientError):
 # --------------------------------------------------------------------------------------------
 # Socket location
 # --------------------------------------------------------------------------------------------
+
+
+def source_identity(path: str | _os.PathLike, follow_symlinks: bool = False) -> str | None:
+    """``"DEVICE:INODE"`` of the file at ``path`` (the symlink itself unless ``follow_symlinks``),
+    for ``job.add``'s ``source_identity``; None when it cannot be stat'ed (the daemon says why)."""
+    try:
+        info = _os.stat(path, follow_symlinks=follow_symlinks)
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}"
 
 
 def fallback_directory(uid: int | None = None) -> str:
@@ -862,7 +872,18 @@ class Client:
     # -- adding -------------------------------------------------------------------------------
 
     _ADD_OPTIONS = ("protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot", "image",
-                    "client_token", "metadata", "umask", "batch", "new_batch")
+                    "client_token", "metadata", "umask", "batch", "new_batch", "source_identity")
+
+    #: Whether ``job.add`` carries ``source_identity``: cleared when an older daemon refuses it.
+    _sends_identity = True
+
+    def _refuses_identity(self, error: Any) -> bool:
+        """Whether ``error`` is an older daemon refusing ``source_identity``; if so it is not sent again."""
+        if (self._sends_identity and isinstance(error, UploaddError) and error.code == CODE_INVALID_PARAMS
+                and "unknown key 'source_identity'" in error.message):
+            self._sends_identity = False
+            return True
+        return False
 
     def _add_params(self, source: str | _os.PathLike, destination: str, options: Mapping[str, Any]) -> dict:
         unknown = sorted(set(options) - set(self._ADD_OPTIONS))
@@ -871,8 +892,15 @@ class Client:
         params: dict[str, Any] = {"source": _os.path.abspath(_os.fspath(source)), "destination": str(destination)}
         if "umask" not in options:
             params["umask"] = _current_umask()
+        identity = options.get("source_identity")
+        if identity is None:
+            identity = source_identity(params["source"], follow_symlinks=True)
+        elif isinstance(identity, _os.stat_result):
+            identity = f"{identity.st_dev}:{identity.st_ino}"
+        if identity and self._sends_identity:
+            params["source_identity"] = identity
         for key, value in options.items():
-            if value is None or (key == "new_batch" and value is False):
+            if value is None or (key == "new_batch" and value is False) or key == "source_identity":
                 continue
             if key == "headers" and isinstance(value, Mapping):
                 value = [f"{k}: {v}" for k, v in value.items()]
@@ -912,8 +940,20 @@ class Client:
           as uploadctl does.
         * ``batch``: join the batch of that ID; ``new_batch=True``: start a batch whose ID is this
           job's. ``add_many`` does both for you.
+        * ``source_identity``: the file you checked, as an ``os.stat_result`` (of ``os.lstat`` when
+          you walked a folder and skipped symlinks) or ``"DEVICE:INODE"``. The daemon uploads the
+          file at ``source`` only if it is still that file, so that a symlink to a private file
+          renamed into its place by another user is refused, not uploaded. Default: what
+          ``os.stat(source)`` finds now (symlinks followed, as you named the path).
         """
-        return self.call("job.add", self._add_params(source, destination, options))
+        params = self._add_params(source, destination, options)
+        try:
+            return self.call("job.add", params)
+        except UploaddError as error:
+            if not self._refuses_identity(error):
+                raise
+            params.pop("source_identity", None)
+            return self.call("job.add", params)
 
     def add_many(self, paths: Iterable[str | _os.PathLike], destination: str | Callable[[str], str],
                  **options: Any) -> tuple[list[dict], list[dict]]:
@@ -929,13 +969,15 @@ class Client:
         ``{"source", "code", "message"}`` per file that could not be added (the others were).
 
         ``options`` are ``add``'s. ``batch=N`` adds every file to the existing batch N instead.
-        ``client_token`` and ``metadata`` may be callables ``f(path) -> value`` (one token per
-        file: a single token for all would give back the first job each time).
+        ``client_token``, ``metadata`` and ``source_identity`` may be callables ``f(path) -> value``
+        (one token per file: a single token for all would give back the first job each time; the
+        identity your walk's ``lstat`` found for each file).
         """
         join = options.pop("batch", None)
         if options.pop("new_batch", None):
             pass  # add_many starts a batch anyway
-        per_path = {k: options.pop(k) for k in ("client_token", "metadata") if callable(options.get(k))}
+        per_path = {k: options.pop(k) for k in ("client_token", "metadata", "source_identity")
+                    if callable(options.get(k))}
         if "client_token" in options and options["client_token"] is not None:
             raise ValueError("add_many: give client_token as a callable f(path) -> token, one per file")
         jobs: list[dict] = []
@@ -952,6 +994,10 @@ class Client:
         def send(chunk: list[dict]) -> None:
             nonlocal batch_id
             outcomes = self.batch([("job.add", p) for p in chunk])
+            if outcomes and self._refuses_identity(outcomes[0]):
+                for p in chunk:
+                    p.pop("source_identity", None)
+                outcomes = self.batch([("job.add", p) for p in chunk])
             for params, outcome in zip(chunk, outcomes):
                 if isinstance(outcome, UploaddError):
                     errors.append({"source": params["source"], "code": outcome.code, "message": outcome.message})

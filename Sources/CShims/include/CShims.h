@@ -63,6 +63,9 @@ int CShims_unsent_bytes(int fd, unsigned long long inode);
 /// directory for the *at() calls without opening it for reading.
 int CShims_open_path_flag(void);
 
+/// statfs(2)'s f_type of the file system holding `path` (linux/magic.h), or -1 with errno.
+long CShims_filesystem_type(const char *path);
+
 /// On a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS: a crash, a Swift
 /// trap, or systemd's watchdog abort), writes the marker (`CShims_write_crash_marker`) to `path`,
 /// then lets the previous handler act. SIGKILL and power loss leave no marker: they are not the

@@ -52,7 +52,9 @@ extension Scheduler {
 
         // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
         let snapshots = dependencies.snapshots
-        let checked = await Self.blockingInChunks(pending) { item in try snapshots.original(of: item.spec.source) }
+        let checked = await Self.blockingInChunks(pending) { item in
+            try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
+        }
         await waitForTurn(turn)
         var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
         for (item, outcome) in zip(pending, checked) {

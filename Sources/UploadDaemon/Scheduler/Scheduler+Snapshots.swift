@@ -38,7 +38,7 @@ extension Scheduler {
             return try await Blocking.run {
                 try cache.snapshot(
                     source: request.spec.source, id: request.id, mode: request.spec.snapshot, syncNow: false,
-                    alongside: alongside)
+                    alongside: alongside, expecting: request.original.identity)
             }
         }
         for (index, result) in zip(single, copied) { results[index] = result }
@@ -73,11 +73,17 @@ extension Scheduler {
                     group.map {
                         (
                             requests[$0].spec.source, requests[$0].original.size, requests[$0].id,
-                            requests[$0].spec.snapshot
+                            requests[$0].spec.snapshot, requests[$0].original.identity
                         )
                     })
             }
         }
         return Array(zip(groups, packed)).map { ($0, $1) }
     }
+}
+
+extension SourceSnapshot {
+    /// The file the add's check found: what is copied must be that file, whatever the path names
+    /// by the time the copy is made.
+    fileprivate var identity: SourceIdentity { SourceIdentity(device: device, inode: inode) }
 }

@@ -221,7 +221,19 @@ extension GrowingCopy {
             }
             advance(to: offset)
         }
-        return stopRequested.load(ordering: .relaxed) ? .canceled : .copied
+        if stopRequested.load(ordering: .relaxed) { return .canceled }
+        // Whole and as checked, or the add fails (the upload sent so far is then not completed).
+        if let checked = OriginalState(of: source), let originalState, checked != originalState {
+            return .failed(SourceCheck.changedWhileCopied(displayPath))
+        }
+        var byte: UInt8 = 0
+        if pread(source, &byte, 1, off_t(size)) > 0 {
+            return .failed(
+                .source(
+                    "\(displayPath) holds more than the \(size) bytes its size said; nothing was uploaded: add it again once it is written"
+                ))
+        }
+        return .copied
     }
 
 }

@@ -75,9 +75,11 @@ struct SnapshotCache: Sendable {
 
     /// Checks the source and takes its snapshot. Blocking: call it off the cooperative pool.
     /// The file itself, as it is now (what `--snapshot none` uploads): checked to be a regular
-    /// file and readable.
-    func original(of source: String) throws(TransferFailure) -> SourceSnapshot {
-        Self.original(source, try SourceCheck.statReadableRegularFile(source))
+    /// file and readable, and to be the file the client checked (`expected`), when it says.
+    func original(of source: String, expecting expected: SourceIdentity? = nil) throws(TransferFailure)
+        -> SourceSnapshot
+    {
+        Self.original(source, try SourceCheck.statReadableRegularFile(source, expecting: expected))
     }
 
     /// The snapshot of an original file by its `fstat`.
@@ -91,10 +93,11 @@ struct SnapshotCache: Sendable {
     /// `syncNow` false: a copy's pages are only on their way to the disk when this returns, and
     /// `makeDurable` must fsync it before the job is journaled. Adds of many files copy them all
     /// first and then fsync them, so the file system commits them together rather than one by one.
-    func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true) throws(TransferFailure)
-        -> SourceSnapshot
-    {
-        try snapshot(source: source, id: id, mode: mode, syncNow: syncNow, alongside: false).snapshot
+    func snapshot(
+        source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true, expecting expected: SourceIdentity? = nil
+    ) throws(TransferFailure) -> SourceSnapshot {
+        try snapshot(source: source, id: id, mode: mode, syncNow: syncNow, alongside: false, expecting: expected)
+            .snapshot
     }
 
     /// Files this big are copied alongside their upload (`GrowingCopy`) rather than before it.
@@ -102,11 +105,13 @@ struct SnapshotCache: Sendable {
 
     /// `alongside`: a copy (not a reflink) is only started, and goes on in the background: the
     /// snapshot is returned at once with the `GrowingCopy` that makes it, and its `cachedCopy`
-    /// identity is known once the copy is saved.
-    func snapshot(source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true, alongside: Bool)
-        throws(TransferFailure) -> (snapshot: SourceSnapshot, growing: GrowingCopy?)
-    {
-        let (sourceFD, sourceInfo) = try SourceCheck.openRegularFile(source)
+    /// identity is known once the copy is saved. `expected`: the file the add's check found there
+    /// (nothing else is copied or uploaded).
+    func snapshot(
+        source: String, id: JobID, mode: SnapshotMode, syncNow: Bool = true, alongside: Bool,
+        expecting expected: SourceIdentity? = nil
+    ) throws(TransferFailure) -> (snapshot: SourceSnapshot, growing: GrowingCopy?) {
+        let (sourceFD, sourceInfo) = try SourceCheck.openRegularFile(source, expecting: expected)
         defer { close(sourceFD) }
         let original = Self.original(source, sourceInfo)
         if mode == .none { return (original, nil) }
@@ -127,13 +132,21 @@ struct SnapshotCache: Sendable {
             close(targetFD)
             if !done { unlink(target) }
         }
-        if CShims_reflink(targetFD, sourceFD) == 0, Self.sync(targetFD, now: syncNow) {
-            done = true
-            var snapshot = SourceSnapshot(
-                kind: .reflink, path: target, size: original.size, device: original.device, inode: original.inode,
-                modificationTimeNanoseconds: original.modificationTimeNanoseconds)
-            snapshot.cachedCopy = Self.identity(of: targetFD)
-            return (snapshot, nil)
+        if CShims_reflink(targetFD, sourceFD) == 0 {
+            // The clone is the file as it was at the clone, which need not be as it was checked.
+            var cloned = stat()
+            let clonedSize = fstat(targetFD, &cloned) == 0 ? Int64(cloned.st_size) : -1
+            try SourceCheck.confirmCopied(sourceFD, copied: clonedSize, of: original, path: source)
+            if Self.sync(targetFD, now: syncNow) {
+                done = true
+                var snapshot = SourceSnapshot(
+                    kind: .reflink, path: target, size: original.size, device: original.device,
+                    inode: original.inode, modificationTimeNanoseconds: original.modificationTimeNanoseconds)
+                snapshot.cachedCopy = Self.identity(of: targetFD)
+                return (snapshot, nil)
+            }
+            // Not synced: copied again below (the clone's extents are replaced by the copy's).
+            _ = ftruncate(targetFD, 0)
         }
         // The copy's room is taken at once (fallocate): the next file's check sees it gone, and
         // the copy cannot fill the disk halfway.
@@ -179,8 +192,9 @@ struct SnapshotCache: Sendable {
                 displayPath: source)
             return (snapshot, growing)
         }
+        let copied: Int64
         do {
-            try Self.copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
+            copied = try Self.copyContents(from: sourceFD, to: targetFD, length: original.size, target: target)
             // fsync, not fdatasync: the copy's mtime is part of its identity (`FileIdentity`) and
             // must survive a power cut as its bytes do.
             if !Self.sync(targetFD, now: syncNow) { throw SystemError("fsync", path: target) }
@@ -188,6 +202,8 @@ struct SnapshotCache: Sendable {
             if (error as? SystemError)?.isNoSpace == true && mode == .auto { return (original, nil) }
             throw Self.copyFailure(error, copying: source)
         }
+        // The room was taken ahead (fallocate): a copy cut short would read as zeros past its end.
+        try SourceCheck.confirmCopied(sourceFD, copied: copied, of: original, path: source)
         done = true
         snapshot.cachedCopy = Self.identity(of: targetFD)
         return (snapshot, nil)
@@ -335,17 +351,21 @@ struct SnapshotCache: Sendable {
 /// Checks that a path is a regular, readable file, with messages that say what to do.
 enum SourceCheck {
     /// Opens `path` for reading and returns the descriptor and its `fstat`, once that says it is a
-    /// regular file: whatever is swapped in between a check and the open (a FIFO, a device, a
-    /// folder) is what gets checked.
-    static func openRegularFile(_ path: String) throws(TransferFailure) -> (fd: Int32, info: stat) {
+    /// regular file, and the file `expected` when that is given: whatever is swapped in between a
+    /// check and the open (a FIFO, a device, a folder, a symlink to another file) is what gets
+    /// checked, and refused.
+    static func openRegularFile(_ path: String, expecting expected: SourceIdentity? = nil) throws(TransferFailure)
+        -> (fd: Int32, info: stat)
+    {
         // A stat first, only to refuse devices without opening them (opening one can have effects).
-        var info = try statRegularFile(path)
+        var info = try statRegularFile(path, expecting: expected)
         // O_NONBLOCK: a FIFO swapped in after the stat must not hang the open (regular files ignore it).
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else { throw unreadable(path) }
         do throws(TransferFailure) {
             guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: path).description) }
             try requireRegularFile(info, path)
+            if let expected, !expected.matches(info) { throw replaced(path) }
         } catch {
             close(fd)
             throw error
@@ -357,20 +377,86 @@ enum SourceCheck {
     /// what an add checks of every file (nothing is read then, so there is nothing a file swapped
     /// in afterwards could do; an attempt opens it and checks it is still this file). One `stat`
     /// and one `faccessat` where an open, `fstat` and close cost three calls more, per file of an add.
-    static func statReadableRegularFile(_ path: String) throws(TransferFailure) -> stat {
-        let info = try statRegularFile(path)
+    static func statReadableRegularFile(_ path: String, expecting expected: SourceIdentity? = nil)
+        throws(TransferFailure) -> stat
+    {
+        // First: a /proc/self file is another process's for the client, and not the file checked.
+        try refusePseudoFile(path)
+        let info = try statRegularFile(path, expecting: expected)
         // AT_EACCESS: as an open would be allowed, by the effective IDs and capabilities (plain
         // access(2) asks for the real ones, and for root restores capabilities the daemon dropped).
         guard faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 else { throw unreadable(path) }
         return info
     }
 
-    /// The `stat` of `path` (following symlinks) once it says a regular file.
-    private static func statRegularFile(_ path: String) throws(TransferFailure) -> stat {
+    /// File systems whose files the kernel makes as they are read: their `stat` size is 0 or a
+    /// page (4,096) whatever they hold, so an upload of that many bytes would send nothing, or
+    /// the text and then zeros. By `statfs`'s `f_type` (linux/magic.h).
+    private static let pseudoFileSystems: [Int: String] = [
+        0x9fa0: "proc", 0x6265_6572: "sysfs", 0x6462_6720: "debugfs", 0x7472_6163: "tracefs",
+        0x7363_6673: "securityfs", 0x0027_e0eb: "cgroup", 0x6367_7270: "cgroup2", 0x6265_6570: "configfs",
+        0xde5e_81e4: "efivarfs", 0x6165_676c: "pstore", 0xcafe_4a11: "bpf", 0xf97c_ff8c: "selinuxfs",
+        0x6573_5543: "fusectl", 0x4249_4e4d: "binfmt_misc",
+    ]
+
+    /// Refuses a file of a pseudo file system (/proc, /sys), with what to do instead.
+    private static func refusePseudoFile(_ path: String) throws(TransferFailure) {
+        let type = CShims_filesystem_type(path)
+        guard type >= 0, let name = pseudoFileSystems[type] else { return }
+        throw .source(
+            "\(path) is on \(name), whose files the kernel makes as they are read: their size is not known ahead, so it cannot be uploaded as it is; copy it first (cat \(path) > FILE) and add the copy"
+        )
+    }
+
+    /// Whether a copy of the file open at `fd`, found as `checked` when its add looked, holds it
+    /// whole: `copied` bytes (the copy's length) must be its size, the file must end there, and
+    /// its size and mtime must not have changed while it was copied. A snapshot is never padded
+    /// with zeros (a copy's room is taken ahead), cut short or made of two versions.
+    static func confirmCopied(_ fd: Int32, copied: Int64, of checked: SourceSnapshot, path: String)
+        throws(TransferFailure)
+    {
+        let size = checked.size
+        if copied < size {
+            throw .source(
+                "\(path) ended after \(copied) of its \(size) bytes while it was copied (it was cut short, or its file system reports a size it does not hold); nothing was uploaded: add it again once it is written"
+            )
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .source(SystemError("stat", path: path).description) }
+        let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        if Int64(info.st_size) != size || modified != checked.modificationTimeNanoseconds {
+            throw changedWhileCopied(path)
+        }
+        var byte: UInt8 = 0
+        if pread(fd, &byte, 1, off_t(size)) > 0 {
+            throw .source(
+                "\(path) holds more than the \(size) bytes its size says (a file made as it is read?); nothing was uploaded: copy it to a regular file first (cat \(path) > FILE) and add the copy"
+            )
+        }
+    }
+
+    static func changedWhileCopied(_ path: String) -> TransferFailure {
+        .source("\(path) changed while it was copied; nothing was uploaded: add it again once it is written")
+    }
+
+    /// The `stat` of `path` (following symlinks) once it says a regular file, the file `expected`
+    /// when that is given.
+    private static func statRegularFile(_ path: String, expecting expected: SourceIdentity?) throws(TransferFailure)
+        -> stat
+    {
         var info = stat()
         guard stat(path, &info) == 0 else { throw unreadable(path) }
+        if let expected, !expected.matches(info) { throw replaced(path) }
         try requireRegularFile(info, path)
         return info
+    }
+
+    /// `path` names another file than the one the client checked: a file or a symlink was put in
+    /// its place since (by someone who can write to its folder, or by the user's own programs).
+    static func replaced(_ path: String) -> TransferFailure {
+        .source(
+            "\(path) is not the file that was checked: another file or a symlink took its place since (can others write to its folder?); nothing of it was uploaded"
+        )
     }
 
     /// What a failed `stat`, `open` or `faccessat` of a source means, from errno.

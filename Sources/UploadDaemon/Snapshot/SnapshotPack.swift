@@ -34,7 +34,7 @@ extension SnapshotCache {
     /// cannot be made or has no room: the caller copies the files one by one, with the rules of
     /// their snapshot mode. The jobs packed hold the pack (`packs`). Blocking: call it off the
     /// cooperative pool.
-    func pack(_ files: [(source: String, size: Int64, id: JobID, mode: SnapshotMode)])
+    func pack(_ files: [(source: String, size: Int64, id: JobID, mode: SnapshotMode, identity: SourceIdentity?)])
         -> [Result<SourceSnapshot, TransferFailure>]?
     {
         guard let first = files.first else { return [] }
@@ -56,7 +56,8 @@ extension SnapshotCache {
         var end: Int64 = 0
         var writtenBack: Int64 = 0
         for file in files {
-            results.append(Self.append(file.source, mode: file.mode, to: pack, at: &end, path: path))
+            results.append(
+                Self.append(file.source, expecting: file.identity, mode: file.mode, to: pack, at: &end, path: path))
             // The disk starts on what is copied while the rest is: the fsync below waits for the
             // last few MiB, not for all 16 (an add's answer came ~13% sooner, 15 alternated pairs).
             // Only a head start: where it fails, the fsync does it all.
@@ -94,12 +95,13 @@ extension SnapshotCache {
     /// A file `--snapshot auto` could not copy is uploaded from the original, as a single copy
     /// would have been.
     private static func append(
-        _ source: String, mode: SnapshotMode, to pack: Int32, at end: inout Int64, path: String
+        _ source: String, expecting expected: SourceIdentity?, mode: SnapshotMode, to pack: Int32, at end: inout Int64,
+        path: String
     ) -> Result<SourceSnapshot, TransferFailure> {
         let sourceFD: Int32
         let original: SourceSnapshot
         do {
-            let (fd, info) = try SourceCheck.openRegularFile(source)
+            let (fd, info) = try SourceCheck.openRegularFile(source, expecting: expected)
             sourceFD = fd
             original = SnapshotCache.original(source, info)
         } catch {
@@ -113,14 +115,22 @@ extension SnapshotCache {
         } catch {
             failure = error
         }
-        guard copied == original.size, failure == nil else {
+        var incomplete: TransferFailure?
+        if failure == nil {
+            do {
+                try SourceCheck.confirmCopied(sourceFD, copied: copied, of: original, path: source)
+            } catch {
+                incomplete = error
+            }
+        }
+        guard failure == nil, incomplete == nil else {
             // What was written of this file goes, so the next one starts where this one began.
             ftruncate(pack, off_t(end))
             lseek(pack, off_t(end), SEEK_SET)
+            if let incomplete { return .failure(incomplete) }
             let noSpace = failure?.isNoSpace ?? false
             if noSpace && mode == .auto { return .success(original) }
-            let why = failure.map { "\($0)" } ?? "\(source) changed size while it was copied; add it again"
-            return .failure(.io("snapshot of \(source): \(why)", noSpace: noSpace, retryable: false))
+            return .failure(.io("snapshot of \(source): \(failure!)", noSpace: noSpace, retryable: false))
         }
         var snapshot = SourceSnapshot(
             kind: .copy, path: path, size: original.size, device: original.device, inode: original.inode,

@@ -14,19 +14,22 @@ guard arguments.count == 2, let folder = arguments.first, let destination = argu
     exit(64)
 }
 
-// The files, with their folders kept under the destination (hidden ones skipped).
+// The files, with their folders kept under the destination (hidden ones and symlinks skipped).
+// Each goes with the identity its lstat found: if someone renames a symlink (to a private file of
+// yours) over it before uploadd opens it, uploadd refuses it instead of uploading that file.
 let root = URL(fileURLWithPath: folder).standardizedFileURL
 var files: [AddParams] = []
-let walk = FileManager.default.enumerator(
-    at: root, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
+let walk = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])
 while let url = walk?.nextObject() as? URL {
-    guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
+    var info = stat()
+    guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
     let inside = url.deletingLastPathComponent().path.dropFirst(root.deletingLastPathComponent().path.count + 1)
     let encoded = inside.split(separator: "/").map {
         String($0).addingPercentEncoding(
             withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/;?#"))) ?? String($0)
     }
     var params = AddParams(source: url.path, destination: destination + encoded.joined(separator: "/") + "/")
+    params.sourceIdentity = SourceIdentity(info)
     params.metadata = ["queued-by": "uploadd-example-queue-folder"]
     files.append(params)
 }

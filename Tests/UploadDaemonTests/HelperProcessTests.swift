@@ -121,6 +121,53 @@ struct HelperProcessTests {
         #expect(ContinuousClock.now - start < .seconds(5))
     }
 
+    enum Ending: String, CaseIterable, Sendable { case success, failure, crash, timeout, cancel }
+
+    /// Each run has a temporary folder of its own (TMPDIR), not /tmp: 0700, beneath the root it
+    /// was given, and gone once the run is over, whatever the helper left there and however it
+    /// ended.
+    @Test(arguments: Ending.allCases)
+    func eachRunHasAPrivateTemporaryFolderRemovedAfterIt(_ ending: Ending) async throws {
+        let (input, output, outPath) = try files("")
+        defer { close(input); close(output) }
+        let root = directory.path + "/helper-tmp"
+        let end =
+            switch ending {
+            case .success: "exit 0"
+            case .failure: "exit 3"
+            case .crash: "kill -SEGV $$"
+            case .timeout, .cancel: "sleep 30"
+            }
+        // What it leaves: a file, a folder it made unreadable, a file in it.
+        var helper = sh(
+            """
+            echo "$TMPDIR"; stat -c %a "$TMPDIR"; echo x > "$TMPDIR/vips-1.v"
+            mkdir "$TMPDIR/sub" && echo y > "$TMPDIR/sub/z" && chmod 000 "$TMPDIR/sub"; \(end)
+            """, timeout: ending == .timeout ? .milliseconds(500) : .seconds(20))
+        helper.temporaryRoot = root
+        let task = Task { try await helper.run(input: input, output: output) }
+        if ending == .cancel {
+            #expect(eventually { (try? String(contentsOfFile: outPath, encoding: .utf8))?.contains("700") == true })
+            task.cancel()
+        }
+        _ = try? await task.value
+        let said = try String(contentsOfFile: outPath, encoding: .utf8).split(separator: "\n").map(String.init)
+        let folder = try #require(said.first, "the helper said nothing")
+        #expect(folder.hasPrefix(root + "/run-"), "TMPDIR: \(folder)")
+        #expect(said.dropFirst().first == "700", "mode \(said)")
+        #expect(!FileManager.default.fileExists(atPath: folder), "\(ending): \(folder) is still there")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).isEmpty)
+    }
+
+    /// Waits up to 5 s for `condition`.
+    func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<250 {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
     @Test func aMissingProgramFailsToStartWithItsName() async throws {
         let (input, output, _) = try files("")
         defer { close(input); close(output) }

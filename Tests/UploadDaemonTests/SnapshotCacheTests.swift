@@ -127,6 +127,24 @@ struct SnapshotCacheTests {
         }
     }
 
+    /// A daemon that died while a helper ran left its temporary folder: the next start removes
+    /// it, with what the helper wrote and made unreadable, and nothing it did not make.
+    @Test func startingRemovesTheTemporaryFoldersHelpersLeft() throws {
+        let left = try FileOps.makeTemporaryDirectory(in: cache.helperTemporaryDirectory, prefix: "run")
+        try FileOps.makeDirectory(left + "/deeper")
+        FileManager.default.createFile(atPath: left + "/deeper/vips-0.v", contents: Data(count: 1000))
+        FileManager.default.createFile(atPath: left + "/orcexec.a1b2c3", contents: nil)
+        chmod(left + "/deeper", 0)
+        symlink(directory.path + "/src", left + "/link")
+        let kept = try directory.write("src/kept", "not the helper's")
+        let stranger = cache.helperTemporaryDirectory + "/not-a-run"
+        FileManager.default.createFile(atPath: stranger, contents: nil)
+        try cache.prepare()
+        #expect(!FileManager.default.fileExists(atPath: left))
+        #expect(FileManager.default.fileExists(atPath: stranger), "only run-XXXXXX folders are removed")
+        #expect(try String(contentsOfFile: kept, encoding: .utf8) == "not the helper's", "no symlink followed")
+    }
+
     @Test func noneUsesTheOriginalWithItsIdentity() throws {
         let path = try source()
         let snapshot = try cache.snapshot(source: path, id: JobID(5), mode: .none)

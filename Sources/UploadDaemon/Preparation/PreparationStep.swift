@@ -22,6 +22,8 @@ struct PreparationInput: Sendable {
     var fd: Int32
     var size: Int64
     var fileName: String
+    /// Where its helper's run gets a private temporary folder (`HelperProcess.temporaryRoot`).
+    var temporaryRoot: String
 }
 
 /// What a step says about what it made, journaled with the prepared file.

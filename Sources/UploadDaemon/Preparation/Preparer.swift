@@ -50,7 +50,9 @@ struct Preparer: Sendable {
             do {
                 defer { close(output) }
                 outcome = try await step.prepare(
-                    PreparationInput(fd: current.fd, size: current.size, fileName: name), into: output,
+                    PreparationInput(
+                        fd: current.fd, size: current.size, fileName: name,
+                        temporaryRoot: cache.helperTemporaryDirectory), into: output,
                     options: request.options)
                 if !outcome.unchanged, fsync(output) != 0 {
                     // The disk's problem, not the file's: retried, never taken for a bad image.

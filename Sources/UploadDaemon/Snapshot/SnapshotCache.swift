@@ -10,6 +10,9 @@ struct SnapshotCache: Sendable {
     let directory: String
     /// Where preparation puts what it makes of a job's source (`Preparer`).
     let preparedDirectory: String
+    /// Where each run of a preparation helper gets its private temporary folder
+    /// (`HelperProcess.temporaryRoot`): in the cache, with the room big images need, not in /tmp.
+    let helperTemporaryDirectory: String
     /// Which jobs still need each pack of copies (`SnapshotPack.swift`).
     let packs = PackHolders()
     /// A copy never takes the last 64 MiB of its file system: room for everything else.
@@ -21,12 +24,38 @@ struct SnapshotCache: Sendable {
         let directory = cacheDirectory + "/snapshots"
         self.directory = directory
         preparedDirectory = cacheDirectory + "/prepared"
+        helperTemporaryDirectory = cacheDirectory + "/helper-tmp"
         claims = SpaceClaims { FileOps.availableBytes(at: directory) }
     }
 
     func prepare() throws {
         try FileOps.preparePrivateDirectory(directory, what: "the snapshot folder", option: "--cache-dir")
         try FileOps.preparePrivateDirectory(preparedDirectory, what: "the prepared-files folder", option: "--cache-dir")
+        try FileOps.preparePrivateDirectory(
+            helperTemporaryDirectory, what: "the helpers' temporary folder", option: "--cache-dir")
+        removeHelperLeftovers()
+    }
+
+    /// Removes the temporary folders of helpers that ran when the daemon last stopped without
+    /// removing them (a crash, a power cut): no helper runs yet, and only this daemon uses the
+    /// cache (its lock). Only the `run-XXXXXX` folders `HelperProcess` makes are touched.
+    func removeHelperLeftovers() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: helperTemporaryDirectory) else { return }
+        for name in names {
+            let path = helperTemporaryDirectory + "/" + name
+            var info = stat()
+            guard name.hasPrefix("run-"), lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
+                info.st_uid == getuid()
+            else {
+                Log.warning("\(path) is not a helper's temporary folder; left alone")
+                continue
+            }
+            if FileOps.removeTree(path) {
+                Log.debug("removed the temporary folder a helper left: \(name)")
+            } else {
+                Log.warning("cannot remove \(path), which a helper left: \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     func path(for id: JobID) -> String { "\(directory)/\(id)" }

@@ -56,6 +56,60 @@ enum FileOps {
         }
     }
 
+    /// A new folder of ours beneath `parent` (made 0700 if missing), 0700, with an unguessable
+    /// name starting `prefix-` (mkdtemp).
+    static func makeTemporaryDirectory(in parent: String, prefix: String) throws -> String {
+        try makeDirectory(parent)
+        var template = Array("\(parent)/\(prefix)-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw SystemError("create a temporary folder in", path: parent)
+        }
+        return String(cString: made)
+    }
+
+    /// Removes the folder `path` and everything in it, following no symlink. What another process
+    /// of ours left there may have taken its own rights away (a folder chmod 000): folders are
+    /// opened up (they are ours) before they are read. True when `path` is gone.
+    @discardableResult
+    static func removeTree(_ path: String) -> Bool {
+        chmod(path, 0o700)
+        let folder = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if folder >= 0 {
+            removeContents(of: folder, depth: 0)
+            close(folder)
+        }
+        return rmdir(path) == 0 || errno == ENOENT
+    }
+
+    /// Empties the open folder `folder`; folders deeper than 64 levels are left (and so is their
+    /// parent, which then fails to go).
+    private static func removeContents(of folder: Int32, depth: Int) {
+        let listing = dup(folder)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            return
+        }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(stream)
+        for name in names {
+            if unlinkat(folder, name, 0) == 0 || errno == ENOENT { continue }
+            // EISDIR: a folder, removed with what is in it.
+            guard errno == EISDIR, depth < 64 else { continue }
+            fchmodat(folder, name, 0o700, 0)
+            let inner = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard inner >= 0 else { continue }
+            removeContents(of: inner, depth: depth + 1)
+            close(inner)
+            unlinkat(folder, name, AT_REMOVEDIR)
+        }
+    }
+
     /// fsync of a directory, so a rename or create in it survives a power loss.
     static func syncDirectory(_ path: String) throws {
         let fd = try syscall("open", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }

@@ -10,6 +10,7 @@ import UploadWire
 /// daemon fails the one job. The helper reads its input from stdin and writes its result to
 /// stdout (descriptors the daemon opened: it needs no path of its own), and runs under limits set
 /// before it starts (`CShims_spawn_limited`): address space, CPU time, wall time, no core dump.
+/// With `temporaryRoot`, each run has a temporary folder of its own, removed after it.
 struct HelperProcess: Sendable {
     var executable: String
     var arguments: [String]
@@ -21,6 +22,11 @@ struct HelperProcess: Sendable {
     var timeout: Duration = .seconds(120)
     /// The helper's environment; the daemon's own is not passed on.
     var environment: [String] = ["PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"]
+    /// Where each run gets a fresh folder (0700, `run-XXXXXX`), passed as TMPDIR and removed with
+    /// whatever is in it once the helper has exited, however it ended: a helper may write only
+    /// there (uploadd-image's Landlock rules), never in /tmp, which every process of the user shares
+    /// and where what it left would outlive it. nil: no TMPDIR (the helper's default, /tmp).
+    var temporaryRoot: String?
     /// At most this much of what the helper writes to stderr is kept, for the job's error.
     static let stderrLimit = 8 << 10
 
@@ -60,6 +66,19 @@ struct HelperProcess: Sendable {
     /// Runs the helper to its end with `input` as stdin and `output` as stdout (nil: stdout goes
     /// where stderr goes, kept with it). Cancelling the task kills it.
     func run(input: Int32, output: Int32?) async throws -> Outcome {
+        guard let temporaryRoot else { return try await run(input: input, output: output, environment: environment) }
+        let folder: String
+        do {
+            folder = try FileOps.makeTemporaryDirectory(in: temporaryRoot, prefix: "run")
+        } catch {
+            throw Failure.couldNotStart("no temporary folder for it: \(error)")
+        }
+        // The helper has been reaped whenever `run` returns or throws: nothing writes here anymore.
+        defer { FileOps.removeTree(folder) }
+        return try await run(input: input, output: output, environment: environment + ["TMPDIR=\(folder)"])
+    }
+
+    private func run(input: Int32, output: Int32?, environment: [String]) async throws -> Outcome {
         var pipeFDs: [Int32] = [0, 0]
         var reportFDs: [Int32] = [0, 0]
         guard CShims_pipe_cloexec(&pipeFDs) == 0 else { throw Failure.couldNotStart(SystemError("pipe").description) }
@@ -71,7 +90,9 @@ struct HelperProcess: Sendable {
         // Forked, and its exec awaited, on the spawner thread (see `Spawner`).
         let (stderrWrite, reportRead, reportWrite) = (pipeFDs[1], reportFDs[0], reportFDs[1])
         let (pid, forkErrno, exec) = await Spawner.shared.run { [self] in
-            let pid = spawn(input: input, output: output ?? stderrWrite, stderr: stderrWrite, report: reportWrite)
+            let pid = spawn(
+                input: input, output: output ?? stderrWrite, stderr: stderrWrite, report: reportWrite,
+                environment: environment)
             let forkErrno = errno
             close(stderrWrite)
             close(reportWrite)
@@ -143,7 +164,7 @@ struct HelperProcess: Sendable {
         var timedOut: Bool { state.withLock { $0.timedOut } }
     }
 
-    private func spawn(input: Int32, output: Int32, stderr: Int32, report: Int32) -> pid_t {
+    private func spawn(input: Int32, output: Int32, stderr: Int32, report: Int32, environment: [String]) -> pid_t {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer {

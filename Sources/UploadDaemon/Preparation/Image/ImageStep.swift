@@ -44,13 +44,21 @@ struct ImageStep: PreparationStep {
         var mime: String?
     }
 
+    /// The helper as every image runs it: its limits, its private temporary folder beneath
+    /// `temporaryRoot`.
+    func helperProcess(arguments: [String], temporaryRoot: String) -> HelperProcess {
+        var process = HelperProcess(
+            executable: helper, arguments: arguments, memoryLimit: memoryLimit, cpuSeconds: cpuSeconds,
+            timeout: timeout)
+        process.temporaryRoot = temporaryRoot
+        return process
+    }
+
     func prepare(_ input: PreparationInput, into output: Int32, options: String) async throws -> PreparationOutcome {
         let spec: ImageSpec
         do { spec = try ImageSpec.parse(options) } catch { throw PreparationFailure(error.description) }
         lseek(input.fd, 0, SEEK_SET)  // the helper reads its stdin from the start
-        let process = HelperProcess(
-            executable: helper, arguments: spec.helperArguments, memoryLimit: memoryLimit, cpuSeconds: cpuSeconds,
-            timeout: timeout)
+        let process = helperProcess(arguments: spec.helperArguments, temporaryRoot: input.temporaryRoot)
         let report: Report
         var usage: [KeyValue] = []
         do {
@@ -73,6 +81,14 @@ struct ImageStep: PreparationStep {
                 let noSpace = message.contains(String(cString: strerror(ENOSPC)))
                 throw TransferFailure.io("image preparation: \(message)", noSpace: noSpace, retryable: true)
             }
+            // Its temporary folder is in the cache too: there a full disk fails the helper in
+            // other ways, libvips's temporary image cut short, or SIGBUS where ORC's code buffer
+            // (a file mapped in TMPDIR) found no room. Whatever it said then, the disk is why.
+            if Self.isFull(input.temporaryRoot) {
+                throw TransferFailure.io(
+                    "image preparation: no room left in the cache for the helper's temporary files (it said: \(message))",
+                    noSpace: true, retryable: true)
+            }
             guard spec.onError == .original else { throw PreparationFailure(message) }
             return PreparationOutcome(details: [KeyValue(name: "image_error", value: message)], unchanged: true)
         }
@@ -93,6 +109,13 @@ struct ImageStep: PreparationStep {
         return PreparationOutcome(
             fileName: Self.fileName(input.fileName, extension: report.extension), contentType: report.mime,
             details: details)
+    }
+
+    /// Whether the file system under `path` has no room left (under 64 KiB, as the helper counts
+    /// for its output).
+    static func isFull(_ path: String) -> Bool {
+        guard let available = FileOps.availableBytes(at: path) else { return false }
+        return available < 64 << 10
     }
 
     /// `IMG_0001.HEIC` → `IMG_0001.jpg`; a name that already says the format keeps its spelling.

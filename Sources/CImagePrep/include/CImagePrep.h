@@ -41,14 +41,47 @@ int uploadd_image_start(const char *argv0, int threads, int allow_untrusted, cha
 int uploadd_image_prepare(int in_fd, int out_fd, const UploaddImageOptions *options, UploaddImageResult *result,
                           char *error, size_t error_size);
 
-/// From here on the process cannot open sockets (seccomp: socket() and io_uring_setup() fail with
-/// EACCES), run programs, nor gain privileges. Returns 0, or -1 with errno.
-int uploadd_image_forbid_network(void);
-/* From here on (Landlock): files are created, written, truncated, renamed or removed only beneath
-   `writable` (libvips's temporary files); what was open stays usable (stdout, the prepared image),
-   and reading is not restricted. Where the kernel has scoping (ABI 6), no signal reaches a process
-   outside this one: not uploadd. Returns the Landlock ABI applied, 0 when the kernel has none
-   (nothing applied), or -1 with errno set. */
-int uploadd_image_confine(const char *writable);
+/* What uploadd_image_isolate achieved. */
+typedef struct {
+    int groups_dropped; /* 1: no supplementary groups left (it had CAP_SETGID: uploadd runs as root) */
+    int namespaces;     /* 1: in user and network namespaces of its own */
+    int unshare_errno;  /* why not (EPERM, EINVAL, ENOSPC, ...), when namespaces is 0 */
+    int map_errno;      /* in its namespace, but its IDs could not be mapped (files cannot be made) */
+} UploaddIsolation;
+
+/* Gives the helper user and network namespaces of its own (unshare(CLONE_NEWUSER|CLONE_NEWNET)),
+   its user and group IDs mapped to themselves and setgroups(2) denied in it, where the kernel
+   allows (else nothing changes: see `isolation`). Must run while the process has one thread.
+   Supplementary groups: dropped where the process may (CAP_SETGID). A user's own process cannot:
+   Linux lets an unprivileged process map IDs into its namespace only once setgroups is denied
+   there, so that no group can be shed that a file's mode denies access to ("rwx---r-x"). In the
+   namespace the groups show as 65534 (nogroup) and still count for file access; Landlock is what
+   keeps the helper from the files they open. */
+void uploadd_image_isolate(UploaddIsolation *isolation);
+
+/* From here on the process makes only the system calls an image needs (a seccomp allow-list;
+   image.c lists them and why): the others fail with EPERM. No socket, no program, no new process
+   or namespace, nothing aimed at another process (uploadd): no signal, limit, priority, affinity
+   or I/O priority of another, no read or write of its memory, no ptrace. Sets no_new_privs.
+   Returns 0, or -1 with errno. */
+int uploadd_image_restrict_syscalls(void);
+
+/* From here on (Landlock, where the kernel has it): files are read only beneath the library and
+   data folders (/usr/lib, /lib, /usr/share, libvips's own) and a few of /sys and /proc that glibc
+   and x265 read; made, written, truncated or removed only beneath `temporary` (regular files, for
+   libvips's temporary images; NULL: nowhere); no program executed; no TCP (ABI 4); no ioctl on a
+   device opened later (ABI 5); no signal to a process outside this one, not uploadd (ABI 6). What
+   was open stays usable (stdin, stdout, stderr). Call it once libvips has started (it loads its
+   modules then). Returns the Landlock ABI applied, 0 when the kernel has none (nothing
+   applied), -1 with errno set, or -2 when the process has more than one thread already (the
+   others would not be bound: nothing applied). */
+int uploadd_image_confine(const char *temporary);
+
+/* For tests only (uploadd-image's probe mode): tries the operation `name` ("read-file", "prlimit",
+   "execve", ...: probes.c has the list) on `path`, or on process `pid` (at `address` in its
+   memory), and returns 0 where it was let through, else its errno (EINVAL: no such probe). */
+int uploadd_image_probe(const char *name, const char *path, int pid, unsigned long long address);
+/* "EPERM" for EPERM, "ok" for 0. */
+const char *uploadd_image_errno_name(int code);
 
 #endif

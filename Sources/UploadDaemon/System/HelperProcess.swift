@@ -25,7 +25,7 @@ struct HelperProcess: Sendable {
     /// Where each run gets a fresh folder (0700, `run-XXXXXX`), passed as TMPDIR and removed with
     /// whatever is in it once the helper has exited, however it ended: a helper may write only
     /// there (uploadd-image's Landlock rules), never in /tmp, which every process of the user shares
-    /// and where what it left would outlive it. nil: no TMPDIR (the helper's default, /tmp).
+    /// and where what it left would outlive it. nil: no TMPDIR (uploadd-image then writes nowhere).
     var temporaryRoot: String?
     /// At most this much of what the helper writes to stderr is kept, for the job's error.
     static let stderrLimit = 8 << 10

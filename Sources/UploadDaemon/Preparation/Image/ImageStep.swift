@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import UploadCore
 import UploadWire
 
@@ -42,16 +43,32 @@ struct ImageStep: PreparationStep {
         var format: String?
         var `extension`: String?
         var mime: String?
+        /// What its sandbox came to where the kernel has a say ("Landlock ABI 7, own user and
+        /// network namespaces, supplementary groups kept").
+        var sandbox: String?
     }
 
     /// The helper as every image runs it: its limits, its private temporary folder beneath
-    /// `temporaryRoot`.
+    /// `temporaryRoot`; the sandbox is its own doing (uploadd-image/main.swift).
     func helperProcess(arguments: [String], temporaryRoot: String) -> HelperProcess {
         var process = HelperProcess(
             executable: helper, arguments: arguments, memoryLimit: memoryLimit, cpuSeconds: cpuSeconds,
             timeout: timeout)
         process.temporaryRoot = temporaryRoot
         return process
+    }
+
+    /// The sandbox the helper last reported, logged (debug) when it changes: once per daemon,
+    /// and again if the kernel's answer changes (a sysctl turned user namespaces off).
+    private static let lastSandbox = Mutex<String?>(nil)
+
+    private static func noteSandbox(_ sandbox: String?) {
+        guard let sandbox else { return }
+        let changed = lastSandbox.withLock { last in
+            defer { last = sandbox }
+            return last != sandbox
+        }
+        if changed { Log.debug("image helper's sandbox: \(sandbox)") }
     }
 
     func prepare(_ input: PreparationInput, into output: Int32, options: String) async throws -> PreparationOutcome {
@@ -72,6 +89,7 @@ struct ImageStep: PreparationStep {
                 let decoded = try? JSONDecoder().decode(Report.self, from: Data(line.utf8))
             else { throw PreparationFailure("image: the helper gave no report (\(said.suffix(200)))") }
             report = decoded
+            Self.noteSandbox(decoded.sandbox)
         } catch let failure as HelperProcess.Failure {
             let message = Self.message(of: failure)
             // Its output could not be written (a full cache): not the image's fault, so never the

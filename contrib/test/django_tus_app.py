@@ -4,8 +4,9 @@ started by contrib/test/servers.py under Django's own server:
     UPLOADD_TEST_DJANGO_TUS_DIR=DIR DJANGO_SETTINGS_MODULE=django_tus_app PYTHONPATH=contrib/test \\
         .build/venv/bin/python -m django runserver 127.0.0.1:PORT --noreload
 
-The creation endpoint is /files/. A finished upload is moved to DIR/files/NAME (NAME from its
-`filename` metadata; a name already there gets a number); unfinished ones are DIR/incoming/UID, and
+The creation endpoint is /files/. A finished upload is moved to DIR/files/STEM.0001.EXT (from its
+`filename` metadata STEM.EXT; the first number not taken: django-tus's 'increment' naming);
+unfinished ones are DIR/incoming/UID, and
 their offsets live in Django's default cache (memory: a restart forgets them).
 
 Changed from Django's defaults: only what a project needs to run at all (SECRET_KEY, ROOT_URLCONF,

@@ -597,8 +597,9 @@ def start_dav2(d: Path) -> "Started":
 #                creation endpoint, or s3://BUCKET/ (with `s3` for the endpoint and keys)
 #   root         where uploaded files land on disk, or null when they are not plain files there;
 #   layout       how a URL maps to a file under root: "path" (url + a/b/f is root/a/b/f), "name" (only
-#                the file's name counts: root/f), "upload-name" (tus: root/NAME from the upload's
-#                `filename` metadata), "upload-id" (tus: root/ID, ID the last segment of Location)
+#                the file's name counts: root/f), "name-increment" (root/STEM.0001.EXT for f = STEM.EXT,
+#                the first number free: django-tus), "upload-id" (tus: root/ID, ID the last segment
+#                of Location)
 #   auth         "basic" (user, password), "bearer" (headers carry it), "sigv4" (s3 keys checked),
 #                "sigv4-unchecked" (any keys are taken) or "none"
 #   user, password, headers, fields   credentials and extra headers or form fields every upload needs
@@ -1048,11 +1049,12 @@ def start_django_tus(d: Path) -> Started:
     return Started({}, [matrix_entry(
         name="django-tus", software=f"django-tus under Django {pip_version('django')} runserver", package=package,
         version=version, protocol="tus", url=f"http://{HOST}:{port}/files/", root=str(t / "files"),
-        layout="upload-name", auth="none", max_body=int(2.5 * (1 << 20)), max_body_status=400, expect_100=True,
+        layout="name-increment", auth="none", max_body=int(2.5 * (1 << 20)), max_body_status=400, expect_100=True,
         notes="contrib/test/django_tus_app.py: Django's settings at their defaults but for what a project "
               "must set. DATA_UPLOAD_MAX_MEMORY_SIZE 2.5 MiB: a PATCH over it is 400 (RequestDataTooBig). "
-              "A finished upload is moved to root/NAME (its filename metadata); offsets are kept in "
-              "memory (a restart forgets them); OPTIONS answers 204.")])
+              "A finished upload is moved to root/STEM.0001.EXT (its filename metadata, numbered: "
+              "TUS_FILE_NAME_FORMAT 'increment'); offsets are kept in memory (a restart forgets them); "
+              "every request needs Tus-Resumable (else 405); no DELETE (405) though it lists termination.")])
 
 
 def start_moto(d: Path) -> Started:

@@ -122,8 +122,11 @@ def landed(entry: dict, job: dict, name: str, remote_path: str) -> Path | None:
     layout = entry["layout"]
     if layout == "path":
         return Path(root) / remote_path / name
-    if layout in ("name", "upload-name"):
+    if layout == "name":
         return Path(root) / name
+    if layout == "name-increment":
+        stem, ext = os.path.splitext(name)
+        return Path(root) / f"{stem}.0001{ext}"
     if layout == "upload-id":
         url = (job.get("result") or {}).get("url") or ""
         return Path(root) / url.rstrip("/").rsplit("/", 1)[-1] if url else None
@@ -182,6 +185,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for a job (default 120)")
     parser.add_argument("--only", action="append", metavar="NAME", help="only this server (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (daemon log, config)")
+    parser.add_argument("--scripted", action="store_true",
+                        help="also every scenario of the scripted server, as a put server (see-other: post)")
     args = parser.parse_args()
 
     matrix_path = args.matrix
@@ -189,7 +194,19 @@ def main() -> int:
         env = REPO / ".build" / "test-servers" / "servers.env"
         values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
         matrix_path = Path(values["UPLOADD_TEST_MATRIX"])
-    servers = [e for e in json.loads(matrix_path.read_text())["servers"] if not args.only or e["name"] in args.only]
+    servers = json.loads(matrix_path.read_text())["servers"]
+    if args.scripted:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from scripted_http import SCENARIOS
+        values = dict(line.split("=", 1) for line in
+                      (matrix_path.parent / "servers.env").read_text().splitlines() if "=" in line)
+        for scenario in SCENARIOS:
+            servers.append({"name": f"scripted-{scenario}", "protocol": "post" if scenario == "see-other" else "put",
+                            "url": f"{values['UPLOADD_TEST_SCRIPTED_URL']}/{scenario}/",
+                            "root": f"{values['UPLOADD_TEST_SCRIPTED_DIR']}/{scenario}", "layout": "path",
+                            "auth": "none", "user": None, "password": None, "headers": {}, "fields": {},
+                            "file_field": None, "s3": None})
+    servers = [e for e in servers if not args.only or e["name"] in args.only]
 
     scratch = Path(tempfile.mkdtemp(prefix="try-matrix-"))
     source = scratch / f"try-{os.getpid()}.bin"

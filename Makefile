@@ -100,9 +100,10 @@ test-steps: test-deps
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(call swift_tests,'$(UNIT_TESTS)',unit-tests)
 	contrib/scripts/fuzz -t $(FUZZ_SECONDS)
-	# The Python test tools' own tests: the reference receiver, the lossy file system.
+	# The Python test tools' own tests: the reference receiver, the lossy file system, the scripted HTTP server.
 	$(call python_tests,python3 -m unittest -v contrib/receiver/test_receiver.py,receiver)
 	$(call python_tests,python3 contrib/test/test_lossyfs.py -v,lossyfs)
+	$(call python_tests,python3 contrib/test/test_scripted_http.py -v,scripted-http)
 	# For integrating apps: the Python client's tests, against real daemons (.build/debug).
 	$(call python_tests,python3 contrib/python/test_uploadd_client.py -v,python-client)
 	# Every example of contrib/PROTOCOL.md, replayed against real daemons: the reference cannot drift.

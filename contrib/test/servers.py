@@ -737,9 +737,9 @@ http {{
     gzip on;
 """
 
-# WebDAV as nginx's documentation of ngx_http_dav_module shows it, with Basic auth: no
-# create_full_put_path (so a PUT into a missing folder is 500, nginx failing to open the temp file's
-# destination... and 409 for MKCOL without its parent), default client_max_body_size (1m: 413).
+# WebDAV as nginx's documentation of ngx_http_dav_module shows it, with Basic auth. Left at nginx's
+# defaults: create_full_put_path off (a PUT into a missing folder is 500, nginx failing to rename its
+# temp file into place; MKCOL without its parent is 409) and client_max_body_size 1m (413).
 NGINX_STOCK_SERVERS = """\
     server {{
         listen {host}:{port};
@@ -956,8 +956,9 @@ def start_rclone_webdav(d: Path) -> Started:
         user=MATRIX_USER, password=MATRIX_PASSWORD, missing_folder=want, expect_100=True,
         notes="`rclone serve webdav DIR` with --user/--pass (given as RCLONE_USER/RCLONE_PASS) and --addr; "
               "an empty config file of ours. Go's x/net/webdav: a PUT into a missing folder is 404 "
-              "(409 from rclone 1.65 on), MKCOL one folder at a time (409 without its parent), OPTIONS "
-              "answers 200 on any path.")])
+              "(409 from rclone 1.65 on), MKCOL one folder at a time (409 without its parent). OPTIONS "
+              "answers 200 on any path without asking for credentials (a check of the password by OPTIONS "
+              "passes with a wrong one).")])
 
 
 def start_sabredav(d: Path) -> Started:
@@ -998,8 +999,9 @@ def start_uploadserver(d: Path) -> Started:
         auth="basic", user=MATRIX_USER, password=MATRIX_PASSWORD, file_field="files", missing_folder=404,
         expect_100=False, http="1.0", keep_alive=False,
         notes="`python -m uploadserver --bind --directory --basic-auth-upload PORT`. Takes POST /upload only "
-              "(a folder in the URL is 404), the file in the part `files`, answers 204 and HTTP/1.0, closes "
-              "every connection, never sends 100 Continue; a name already there is stored as NAME (1) "
+              "(a folder in the URL is 404), the file in the part `files`, answers 204 with no body (so "
+              "nothing says where the file is: it cannot be deleted) and HTTP/1.0, closes every connection, "
+              "never sends 100 Continue, answers OPTIONS 501; a name already there is stored as NAME (1) "
               "unless --allow-replace.")])
 
 
@@ -1073,7 +1075,8 @@ def start_moto(d: Path) -> Started:
             "access_key": S3_ACCESS_KEY, "secret_key": S3_SECRET_KEY, "path_style": True},
         expect_100=True,
         notes="`moto_server -H -p`, its defaults: objects in memory (read them back over S3), any keys "
-              "are taken (no SigV4 check: a wrong secret uploads too). Changed: none; the bucket is made at "
+              "are taken (no SigV4 check: a wrong secret uploads too). It answers Expect: 100-continue with "
+              "two 100 Continue lines (Werkzeug's and http.server's). Changed: none; the bucket is made at "
               "start.")])
 
 

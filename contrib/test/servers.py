@@ -57,6 +57,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -849,32 +850,47 @@ KeepAliveTimeout 5
 ErrorLog /dev/stderr
 LogLevel warn
 TypesConfig /etc/mime.types
-DocumentRoot "{a}/www"
-DavLockDB "{a}/lock/DAVLock"
-<Directory "{a}/www/dav">
+DocumentRoot "{s}/www"
+DavLockDB "{s}/lock/DAVLock"
+<Directory "{s}/www/dav">
     Dav On
     AuthType Basic
     AuthName "uploadd tests"
-    AuthUserFile "{a}/htpasswd"
+    AuthUserFile "{s}/htpasswd"
     Require valid-user
 </Directory>
 """
 
 
+def reachable_by_others(path: Path) -> bool:
+    """Whether a user with no rights of its own can reach `path` (every folder above it o+x)."""
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
 def start_apache(d: Path) -> Started:
     a = d / "apache"
-    for sub in ("www/dav", "run", "lock"):
-        (a / sub).mkdir(parents=True, exist_ok=True)
-    write_htpasswd_sha(a / "htpasswd", MATRIX_USER, MATRIX_PASSWORD, salted=False)
+    (a / "run").mkdir(parents=True, exist_ok=True)
+    # What its workers read and write: the share, the lock database, the password file.
+    served = a
     user = ""
     if os.geteuid() == 0:
-        # Apache will not serve as root: its workers run as www-data, Debian's user for it, and
-        # need to write the share and the lock database.
+        # Apache will not serve as root: its workers run as www-data, Debian's user for it. Where
+        # they cannot reach DIR (a checkout under /root), what they use goes into a folder of /tmp
+        # named after DIR, and DIR/apache/www links to it.
         user = "User www-data\nGroup www-data"
+        if not reachable_by_others(d):
+            served = Path(tempfile.gettempdir()) / f"uploadd-test-apache-{hashlib.sha256(str(d).encode()).hexdigest()[:12]}"
+            shutil.rmtree(served, ignore_errors=True)
+            served.mkdir(mode=0o755)
+            (a / "www").symlink_to(served / "www")
+    for sub in ("www/dav", "lock"):
+        (served / sub).mkdir(parents=True, exist_ok=True)
+    write_htpasswd_sha(served / "htpasswd", MATRIX_USER, MATRIX_PASSWORD, salted=False)
+    if user:
         for sub in ("www/dav", "lock"):
-            shutil.chown(a / sub, "www-data", "www-data")
+            shutil.chown(served / sub, "www-data", "www-data")
     port = free_port()
-    (a / "httpd.conf").write_text(APACHE_CONF.format(a=a, host=HOST, port=port, user=user))
+    (a / "httpd.conf").write_text(APACHE_CONF.format(a=a, s=served, host=HOST, port=port, user=user))
     apache = shutil.which("apache2") or "/usr/sbin/apache2"
     proc = spawn(d, "apache", [apache, "-f", str(a / "httpd.conf"), "-DFOREGROUND"])
     wait_for(d, "apache", proc, lambda: answers(port))

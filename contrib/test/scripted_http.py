@@ -55,12 +55,26 @@ Scenarios (the first path segment):
                   other method as missing-409
   http10          answers are HTTP/1.0 and the connection closes after each
   close           answers are HTTP/1.1 with `Connection: close`, and the connection closes
+
+S3 scenarios: the endpoint is http://HOST:PORT, addressed path-style, and the scenario's name is the
+bucket (s3://s3-listparts-501/KEY). No signature is checked. PutObject, CreateMultipartUpload,
+UploadPart (ETag: the part's MD5), ListParts, CompleteMultipartUpload, AbortMultipartUpload,
+HeadBucket, Get/Head/DeleteObject; objects are DIR/files/BUCKET/KEY, parts DIR/parts/UPLOADID/N.
+They send 100 Continue, as S3 does.
+  s3                a plain one
+  s3-listparts-501  ListParts answers 501 NotImplemented / 500 InternalError / a plain-text 404
+  s3-listparts-500  (a server without ListParts); and the first try of part 2 of each key (once
+  s3-listparts-404  while the server runs) gets 500 InternalError, so a client that retries asks ListParts
+  s3-comma-space    the Authorization header is split on ", " as some servers do: fields joined
+                    by "," alone get 400 AuthorizationHeaderMalformed
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import socketserver
@@ -71,6 +85,7 @@ import time
 from dataclasses import dataclass
 from email.utils import formatdate
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+from xml.sax.saxutils import escape
 
 MAX_LINE = 16 * 1024
 MAX_HEADERS = 200
@@ -96,6 +111,10 @@ class Scenario:
     redirect: tuple[int, str] | None = None  # (status, "same" or "other"): to /store/PATH
     see_other: bool = False
     endless_options: bool = False
+    s3: bool = False                   # a small S3 (path-style, the scenario is the bucket; no signature check)
+    list_parts_status: int | None = None  # ListParts answered with this status instead
+    flaky_part: int | None = None      # the first try of this part number of each key gets 500 (once per run)
+    comma_space_auth: bool = False     # Authorization split on ", " only: "a,b" is 400 AuthorizationHeaderMalformed
 
 
 DJANGO_400 = ("<!doctype html>\n<html lang=\"en\">\n<head>\n  <title>Bad Request (400)</title>\n</head>\n<body>\n"
@@ -122,6 +141,11 @@ SCENARIOS = {
     "endless-options": Scenario(missing_folder=409, endless_options=True),
     "http10": Scenario(version="HTTP/1.0", keep_alive=False),
     "close": Scenario(keep_alive=False),
+    "s3": Scenario(sends_continue=True, s3=True),
+    "s3-listparts-501": Scenario(sends_continue=True, s3=True, list_parts_status=501, flaky_part=2),
+    "s3-listparts-500": Scenario(sends_continue=True, s3=True, list_parts_status=500, flaky_part=2),
+    "s3-listparts-404": Scenario(sends_continue=True, s3=True, list_parts_status=404, flaky_part=2),
+    "s3-comma-space": Scenario(sends_continue=True, s3=True, comma_space_auth=True),
 }
 
 
@@ -138,7 +162,7 @@ class Request:
         self.method, self.target, self.version, self.headers = method, target, version, headers
         parts = urlsplit(target)
         self.path = unquote(parts.path)
-        self.query = parse_qs(parts.query)
+        self.query = parse_qs(parts.query, keep_blank_values=True)
         segments = self.path.lstrip("/").split("/", 1)
         self.scenario_name = segments[0]
         self.rest = segments[1] if len(segments) > 1 else ""
@@ -176,6 +200,7 @@ class Server:
         self.log_lock = threading.Lock()
         self.fs_lock = threading.Lock()
         self.other_port = 0
+        self.flaky_done: set[tuple[str, str]] = set()  # (bucket, key) whose flaky part has failed once
         self.stopping = threading.Event()
         os.makedirs(self.files, exist_ok=True)
         for name in SCENARIOS:
@@ -424,10 +449,125 @@ class Connection:
             request.body_length = 0
             request.sha256 = hashlib.sha256(b"").hexdigest()
 
-        status, headers, body, stored = self.method(scenario, request)
+        handler = self.s3 if scenario.s3 else self.method
+        status, headers, body, stored = handler(scenario, request)
         keep = self.send(scenario, status, headers, body, head=request.method == "HEAD")
         server.log(self.listener, self.port, request, status, stored)
         return keep
+
+    def s3(self, scenario: Scenario, request: Request):
+        """A small S3 for a request whose body has been read: path-style, the scenario's name is the
+        bucket, no signature is checked. Objects are DIR/files/SCENARIO/KEY, parts
+        DIR/parts/UPLOADID/N until completed."""
+        server = self.server
+        xml = [("Content-Type", "application/xml")]
+
+        def error(status: int, code: str, message: str):
+            body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+                    f"<Resource>{request.path}</Resource><RequestId>scripted</RequestId></Error>\n")
+            return status, xml, body.encode(), None
+
+        if scenario.comma_space_auth:
+            auth = request.header("authorization") or ""
+            fields = auth.split(" ", 1)[1].split(", ") if " " in auth else []
+            if not {"Credential", "SignedHeaders", "Signature"} <= {f.split("=", 1)[0] for f in fields}:
+                return error(400, "AuthorizationHeaderMalformed",
+                             "The authorization header is malformed; its fields must be separated by ', '.")
+        key = request.rest
+        q = request.query
+        m = request.method
+        path = server.local_path(request)
+        if path is None:
+            return error(400, "InvalidArgument", "the key leaves the bucket")
+        upload_id = q.get("uploadId", [None])[0]
+        parts_dir = os.path.join(server.root, "parts", upload_id or "-")
+        if upload_id is not None and not re.fullmatch(r"[0-9a-f]{32}", upload_id):
+            return error(404, "NoSuchUpload", "The specified upload does not exist.")
+        with server.fs_lock:
+            if key == "":
+                if m in ("HEAD", "PUT"):
+                    return 200, [], b"", None
+                if m == "GET":
+                    return error(501, "NotImplemented", "ListObjects is not implemented here")
+                return error(405, "MethodNotAllowed", "not on a bucket")
+            if m == "POST" and "uploads" in q:
+                upload_id = os.urandom(16).hex()
+                os.makedirs(os.path.join(server.root, "parts", upload_id))
+                with open(os.path.join(server.root, "parts", upload_id, "key"), "w") as f:
+                    f.write(key)
+                body = ('<?xml version="1.0" encoding="UTF-8"?>\n<InitiateMultipartUploadResult>'
+                        f"<Bucket>{request.scenario_name}</Bucket><Key>{escape(key)}</Key>"
+                        f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>\n")
+                return 200, xml, body.encode(), None
+            if upload_id is not None and not os.path.isdir(parts_dir):
+                return error(404, "NoSuchUpload", "The specified upload does not exist.")
+            if m == "PUT" and upload_id is not None:
+                number = q.get("partNumber", ["0"])[0]
+                if not number.isdigit() or not 1 <= int(number) <= 10000:
+                    return error(400, "InvalidArgument", "bad partNumber")
+                if scenario.flaky_part == int(number) and (request.scenario_name, key) not in server.flaky_done:
+                    server.flaky_done.add((request.scenario_name, key))
+                    return error(500, "InternalError", "We encountered an internal error. Please try again.")
+                target = os.path.join(parts_dir, str(int(number)))
+                self._take_body(request, target)
+                return 200, [("ETag", f'"{file_md5(target)}"')], b"", None
+            if m == "GET" and upload_id is not None:
+                if scenario.list_parts_status == 404:
+                    return 404, [("Content-Type", "text/plain")], b"404 page not found\n", None
+                if scenario.list_parts_status is not None:
+                    return error(scenario.list_parts_status, "NotImplemented" if scenario.list_parts_status == 501
+                                 else "InternalError", "ListParts is not supported here")
+                listed = sorted(int(n) for n in os.listdir(parts_dir) if n.isdigit())
+                items = "".join(f"<Part><PartNumber>{n}</PartNumber><ETag>&quot;{file_md5(os.path.join(parts_dir, str(n)))}"
+                                f"&quot;</ETag><Size>{os.path.getsize(os.path.join(parts_dir, str(n)))}</Size></Part>"
+                                for n in listed)
+                body = ('<?xml version="1.0" encoding="UTF-8"?>\n<ListPartsResult>'
+                        f"<Bucket>{request.scenario_name}</Bucket><Key>{escape(key)}</Key><UploadId>{upload_id}</UploadId>"
+                        f"<PartNumberMarker>0</PartNumberMarker><MaxParts>1000</MaxParts><IsTruncated>false</IsTruncated>"
+                        f"{items}</ListPartsResult>\n")
+                return 200, xml, body.encode(), None
+            if m == "POST" and upload_id is not None:
+                with open(request.body_file or os.devnull, "rb") as f:
+                    wanted = [int(n) for n in re.findall(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", f.read())]
+                if not wanted or wanted != sorted(set(wanted)) or \
+                        not all(os.path.isfile(os.path.join(parts_dir, str(n))) for n in wanted):
+                    return error(400, "InvalidPart", "One or more of the specified parts could not be found.")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path + ".assembling", "wb") as out:
+                    for n in wanted:
+                        with open(os.path.join(parts_dir, str(n)), "rb") as part:
+                            shutil.copyfileobj(part, out)
+                os.replace(path + ".assembling", path)
+                shutil.rmtree(parts_dir)
+                body = ('<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult>'
+                        f"<Bucket>{request.scenario_name}</Bucket><Key>{escape(key)}</Key>"
+                        f'<ETag>"{file_md5(path)}-{len(wanted)}"</ETag></CompleteMultipartUploadResult>\n')
+                return 200, xml, body.encode(), os.path.relpath(path, server.files)
+            if m == "DELETE" and upload_id is not None:
+                shutil.rmtree(parts_dir)
+                return 204, [], b"", None
+            if m == "PUT":
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                self._take_body(request, path)
+                return 200, [("ETag", f'"{file_md5(path)}"')], b"", os.path.relpath(path, server.files)
+            if m in ("GET", "HEAD"):
+                if not os.path.isfile(path):
+                    return error(404, "NoSuchKey", "The specified key does not exist.")
+                with open(path, "rb") as f:
+                    data = f.read()
+                return 200, [("Content-Type", "application/octet-stream"), ("ETag", f'"{file_md5(path)}"')], data, None
+            if m == "DELETE":
+                if os.path.isfile(path):
+                    os.unlink(path)
+                return 204, [], b"", None
+        return error(501, "NotImplemented", f"{m} is not implemented here")
+
+    def _take_body(self, request: Request, target: str) -> None:
+        if request.body_file:
+            os.replace(request.body_file, target)
+            request.body_file = None
+        else:
+            open(target, "wb").close()
 
     def method(self, scenario: Scenario, request: Request):
         """(status, headers, body, stored path) for a request whose body has been read."""
@@ -499,6 +639,14 @@ class Connection:
                 return 200, [("DAV", "1, 2"), ("Allow", "OPTIONS, GET, HEAD, PUT, POST, DELETE, MKCOL, PROPFIND")], \
                     b"", None
         return 501, text, b"not implemented here\n", None
+
+
+def file_md5(path: str) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def make_listener(server: Server, host: str, port: int, name: str) -> socketserver.ThreadingTCPServer:

@@ -186,7 +186,8 @@ def main() -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help="only this server (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (daemon log, config)")
     parser.add_argument("--scripted", action="store_true",
-                        help="also every scenario of the scripted server, as a put server (see-other: post)")
+                        help="also every scenario of the scripted server, as a put server (see-other: post; "
+                             "the s3 ones as S3, the scenario the bucket)")
     args = parser.parse_args()
 
     matrix_path = args.matrix
@@ -200,12 +201,18 @@ def main() -> int:
         from scripted_http import SCENARIOS
         values = dict(line.split("=", 1) for line in
                       (matrix_path.parent / "servers.env").read_text().splitlines() if "=" in line)
-        for scenario in SCENARIOS:
-            servers.append({"name": f"scripted-{scenario}", "protocol": "post" if scenario == "see-other" else "put",
-                            "url": f"{values['UPLOADD_TEST_SCRIPTED_URL']}/{scenario}/",
-                            "root": f"{values['UPLOADD_TEST_SCRIPTED_DIR']}/{scenario}", "layout": "path",
-                            "auth": "none", "user": None, "password": None, "headers": {}, "fields": {},
-                            "file_field": None, "s3": None})
+        for scenario, behaviour in SCENARIOS.items():
+            entry = {"name": f"scripted-{scenario}", "protocol": "post" if scenario == "see-other" else "put",
+                     "url": f"{values['UPLOADD_TEST_SCRIPTED_URL']}/{scenario}/",
+                     "root": f"{values['UPLOADD_TEST_SCRIPTED_DIR']}/{scenario}", "layout": "path",
+                     "auth": "none", "user": None, "password": None, "headers": {}, "fields": {},
+                     "file_field": None, "s3": None}
+            if behaviour.s3:  # the scenario is the bucket
+                entry.update(protocol="s3", url=f"s3://{scenario}/",
+                             s3={"endpoint": values["UPLOADD_TEST_SCRIPTED_URL"], "bucket": scenario,
+                                 "region": "us-east-1", "access_key": "scripted", "secret_key": "scripted-secret",
+                                 "path_style": True})
+            servers.append(entry)
     servers = [e for e in servers if not args.only or e["name"] in args.only]
 
     scratch = Path(tempfile.mkdtemp(prefix="try-matrix-"))

@@ -10,9 +10,10 @@
 DIR defaults to <repo>/.build/test-servers. Every server listens on 127.0.0.1 only, on a free port,
 runs in its own process group (its pid and start time in DIR/pids/NAME.pid) and logs to
 DIR/logs/NAME.log. `start` wipes the data the previous run left (every server's DIR/NAME, DIR/logs)
-so a test never passes on a stale file. The servers start at once (each mostly waits for its own). The TLS nginx gets a
-fresh private CA (openssl) on every start: DIR/nginx-tls/ca.pem, exported as UPLOADD_TEST_TLS_CA. The
-reference receiver gets a fresh random token (DIR/receiver/token), exported as UPLOADD_TEST_RECEIVER_TOKEN.
+so a test never passes on a stale file. The servers start at once (each mostly waits for its own:
+about 3 s for all of them). The TLS nginx gets a fresh private CA (openssl) on every start:
+DIR/nginx-tls/ca.pem, exported as UPLOADD_TEST_TLS_CA. The reference receiver gets a fresh random
+token (DIR/receiver/token), exported as UPLOADD_TEST_RECEIVER_TOKEN.
 
 The second WebDAV server, which is not nginx, is WsgiDAV under cheroot (contrib/test/dav2_app.py),
 with RFC 4918 rules: 409 for a PUT into a missing folder, MKCOL one folder at a time. Both its shares
@@ -30,12 +31,13 @@ folder and to a wrong password is checked when they start.
 
 The scripted raw HTTP server (contrib/test/scripted_http.py: 417, 303, 307/308, 404/409/424/500 for
 a missing folder, 413/400 over a size, no 100 Continue, an endless OPTIONS body, HTTP/1.0, close
-after each answer; one scenario per first path segment): UPLOADD_TEST_SCRIPTED_URL, its other
+after each answer; S3 without ListParts or splitting Authorization on ", "; one scenario per first
+path segment, which is the bucket for S3): UPLOADD_TEST_SCRIPTED_URL, its other
 origin UPLOADD_TEST_SCRIPTED_OTHER_URL, its files UPLOADD_TEST_SCRIPTED_DIR and its request log
 UPLOADD_TEST_SCRIPTED_LOG (JSON lines).
 
-The Python servers (tus, S3, the second WebDAV server, most of the matrix) run from the virtual environment
-<repo>/.build/venv, which `start` makes with `python3 -m venv` (Debian: python3-venv) and fills from
+The Python servers (tus, S3, the second WebDAV server, most of the matrix) run from the virtual
+environment <repo>/.build/venv, which `start` makes with `python3 -m venv` (Debian: python3-venv) and fills from
 contrib/test/requirements.txt; a stamp file in it skips pip while that file is unchanged.
 
 Adding a server is one function in SERVERS: take the directory, `spawn` the process, `wait_for` it to

@@ -198,6 +198,19 @@ extension Job {
         transition(to: .queued, at: now, message)
     }
 
+    /// The journal was damaged near this job's records: a change to it may be lost (its
+    /// completion, its removal, a pause), so a job that would run is paused instead, for the user
+    /// to check; nothing then uploads twice, and nothing is lost. Returns whether it was paused.
+    public mutating func pauseAfterJournalDamage(near offset: Int, at now: Date) -> Bool {
+        guard state == .queued || state == .running else { return false }
+        nextAttemptAt = nil
+        transition(
+            to: .paused, at: now,
+            "paused: the journal was damaged near this job's records (at byte \(offset)), so a change to it may be lost; check it (uploadctl show \(id)), then resume or remove it"
+        )
+        return true
+    }
+
     /// Attempts during which the daemon may die before the job is failed instead of run again.
     public static let crashLimit = 2
 

@@ -57,7 +57,8 @@ public struct ForeignRecord: Sendable, Equatable {
 /// record:  length: UInt32 LE  crc32c: UInt32 LE  type: UInt8  payload: length bytes
 /// ```
 /// The CRC32C covers the type byte and the payload. A record is only valid when it is whole and its
-/// checksum matches; replay stops at the first that is not.
+/// checksum matches. Every record carries its own checksum, so replay does not stop at damage: it
+/// sets the damaged bytes aside and goes on from the next valid record (`JournalResync.swift`).
 ///
 /// Version 5 payloads are binary with length-prefixed structs (`JournalCodec.swift`). Each bump
 /// added fields at the ends of structs that an older daemon would have skipped and then
@@ -122,7 +123,7 @@ public enum JournalFormat {
 
     /// A payload of `version`; format 1 with `formatOne` (one decoder for a whole pass). Nil: a
     /// record type that format did not have (damage in a file no newer daemon writes).
-    private static func decodePayload(
+    static func decodePayload(
         type: UInt8, _ payload: UnsafeRawBufferPointer, version: UInt32, formatOne: JSONDecoder?
     )
         throws -> JournalRecord?
@@ -144,8 +145,9 @@ public enum JournalFormat {
         }
     }
 
-    /// Decodes a whole journal file. Never throws on damage: it returns every record before it and
-    /// says where and why it stopped. Throws only when the file is not a journal we can read at all.
+    /// Decodes a whole journal file. Never throws on damage: it returns every intact record, past
+    /// any damaged stretch, and says where each stretch is and why. Throws only when the file is not
+    /// a journal we can read at all.
     public static func decode(_ bytes: [UInt8]) throws(JournalFormatError) -> JournalContents {
         var records: [JournalRecord] = []
         var contents = try decode(bytes) { records.append($0) }
@@ -155,14 +157,17 @@ public enum JournalFormat {
 
     /// Decodes a whole journal file as `decode(_:)` does, handing each record to `each` as it is
     /// read rather than keeping them: replay holds one record at a time, not the whole queue twice.
+    /// `onDamage` hears of each damaged region when it is found, before the records after it.
     /// The contents returned have no records; `recordCount` counts them.
-    public static func decode(_ bytes: [UInt8], each: (consuming JournalRecord) -> Void) throws(JournalFormatError)
-        -> JournalContents
-    {
-        if bytes.isEmpty { return JournalContents(records: [], validLength: 0, damage: nil) }
+    public static func decode(
+        _ bytes: [UInt8], each: (consuming JournalRecord) -> Void, onDamage: (JournalDamage) -> Void = { _ in }
+    ) throws(JournalFormatError) -> JournalContents {
+        if bytes.isEmpty { return JournalContents(records: [], validLength: 0, damaged: []) }
         guard bytes.count >= headerSize else {
-            return JournalContents(
-                records: [], validLength: 0, damage: JournalDamage(offset: 0, reason: "the header is torn"))
+            let torn = JournalDamage(
+                offset: 0, length: bytes.count, reason: "the header is torn", record: .unknown, isTornTail: true)
+            onDamage(torn)
+            return JournalContents(records: [], validLength: 0, damaged: [torn])
         }
         guard Array(bytes[0..<magic.count]) == magic else { throw .notAJournal }
         let version = readUInt32(bytes, at: magic.count)
@@ -171,6 +176,7 @@ public enum JournalFormat {
 
         var count = 0
         var offset = headerSize
+        var damaged: [JournalDamage] = []
         var frames: [Range<Int>] = []
         let results = UnsafeMutablePointer<DecodedFrame>.allocate(capacity: decodingWindow)
         let sharers = UnsafeMutablePointer<StringSharer>.allocate(capacity: Parallel.cores)
@@ -181,15 +187,10 @@ public enum JournalFormat {
             sharers.deallocate()
         }
         while offset < bytes.count {
-            func damage(_ reason: String) -> JournalContents {
-                JournalContents(
-                    records: [], recordCount: count, validLength: offset,
-                    damage: JournalDamage(offset: offset, reason: reason), version: version)
-            }
             // Frames are found one after another (each says where the next begins); a window of
             // them is then checked and decoded on every core, and handed out in order.
-            let stop = findFrames(in: bytes, from: offset, into: &frames)
-            var damaged: String?
+            let stoppedShort = findFrames(in: bytes, from: offset, into: &frames)
+            var badRecord: String?
             decodeFrames(frames, of: bytes, version: version, results: results, sharers: sharers) { frame, decoded in
                 switch consume decoded {
                 case .record(let record):
@@ -198,33 +199,45 @@ public enum JournalFormat {
                     offset = frame.upperBound
                     return true
                 case .damaged(let reason):
-                    damaged = reason
+                    badRecord = reason
                     return false
                 }
             }
-            if let reason = damaged ?? stop { return damage(reason) }
+            guard badRecord != nil || stoppedShort else { continue }
+            let region = damagedRegion(in: bytes, from: offset, version: version, recordReason: badRecord)
+            damaged.append(region)
+            onDamage(region)
+            offset = region.range.upperBound
         }
-        return JournalContents(records: [], recordCount: count, validLength: offset, damage: nil, version: version)
+        // Whole records up to the end of the file, or up to the damage the file ends with.
+        let validLength = damaged.last.flatMap { $0.range.upperBound == bytes.count ? $0.offset : nil } ?? bytes.count
+        return JournalContents(
+            records: [], recordCount: count, validLength: validLength, damaged: damaged, version: version)
     }
 
     /// Records decoded in one window: enough to keep both cores busy, few enough to hold.
     static let decodingWindow = 4096
 
-    /// The frames from `start` on, up to a window of them. Returns why it stopped short of the end
-    /// of `bytes`, if it did: a frame that cannot be whole.
-    private static func findFrames(in bytes: [UInt8], from start: Int, into frames: inout [Range<Int>]) -> String? {
+    /// The frames from `start` on, up to a window of them. Returns whether it stopped short of the
+    /// end of `bytes` at a frame that cannot be whole (`damagedRegion` says why).
+    private static func findFrames(in bytes: [UInt8], from start: Int, into frames: inout [Range<Int>]) -> Bool {
         frames.removeAll(keepingCapacity: true)
         var offset = start
         while frames.count < decodingWindow && offset < bytes.count {
-            guard bytes.count - offset >= frameOverhead else { return "a record header is torn" }
-            let length = Int(readUInt32(bytes, at: offset))
-            guard length <= maxPayloadSize else { return "a record claims an impossible length \(length)" }
-            let end = offset + frameOverhead + length
-            guard end <= bytes.count else { return "the last record is torn" }
+            guard let end = claimedEnd(of: bytes, at: offset), end <= bytes.count else { return true }
             frames.append(offset..<end)
             offset = end
         }
-        return nil
+        return false
+    }
+
+    /// Where the frame at `offset` ends by its length (maybe past the end of `bytes`); nil when
+    /// its header is cut off or its length cannot be.
+    static func claimedEnd(of bytes: [UInt8], at offset: Int) -> Int? {
+        guard bytes.count - offset >= frameOverhead else { return nil }
+        let length = Int(readUInt32(bytes, at: offset))
+        guard length <= maxPayloadSize else { return nil }
+        return offset + frameOverhead + length
     }
 
     private enum DecodedFrame {
@@ -305,9 +318,9 @@ public enum JournalFormat {
         }
     }
 
-    /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (the part of
-    /// a journal after damage). Replay stops at the damage, but IDs seen past it must never be
-    /// handed out again.
+    /// The highest job ID in any whole, checksummed record found anywhere in `bytes` (a damaged
+    /// region of a journal). Replay skips the region, but IDs seen in it must never be handed out
+    /// again.
     public static func highestJobID(scanning bytes: ArraySlice<UInt8>, version: UInt32 = JournalFormat.version)
         -> UInt64?
     {
@@ -326,12 +339,10 @@ public enum JournalFormat {
                     })
                 {
                     let id: UInt64?
-                    switch record {
-                    case .job(let job): id = job.id.rawValue
-                    case .progress(let progress): id = progress.id.rawValue
-                    case .removed(let removed): id = removed.rawValue
-                    case .nextID(let next): id = next > 0 ? next - 1 : nil
-                    case .foreign(let foreign): id = foreign.jobID?.rawValue
+                    if case .nextID(let next) = record {
+                        id = next > 0 ? next - 1 : nil
+                    } else {
+                        id = record.jobID?.rawValue
                     }
                     if let id { highest = max(highest ?? 0, id) }
                     offset = end
@@ -347,40 +358,78 @@ public enum JournalFormat {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
             | UInt32(bytes[offset + 3]) << 24
     }
 }
 
-/// What a journal file holds, up to the first damage.
+extension JournalRecord {
+    /// The job a record belongs to; nil for the next ID and for a foreign record that names none.
+    public var jobID: JobID? {
+        switch self {
+        case .job(let job): return job.id
+        case .progress(let progress): return progress.id
+        case .removed(let id): return id
+        case .nextID: return nil
+        case .foreign(let foreign): return foreign.jobID
+        }
+    }
+}
+
+/// What a journal file holds: its intact records, and the damaged regions between or after them.
 public struct JournalContents: Sendable {
     /// Every record, in order; empty when they were handed out one by one (`decode(_:each:)`).
     public var records: [JournalRecord]
     /// How many records were read.
     public var recordCount: Int
-    /// Bytes from the start of the file that are whole and valid.
+    /// Bytes from the start of the file up to the end of its last whole record: the file's length,
+    /// or where the damage it ends with begins.
     public var validLength: Int
-    public var damage: JournalDamage?
+    /// The damaged regions, in the order of the file; empty when the file is whole.
+    public var damaged: [JournalDamage]
     /// The file's format version (an empty file counts as the current one).
     public var version: UInt32 = JournalFormat.version
 
+    /// The first damaged region, if any.
+    public var damage: JournalDamage? { damaged.first }
+
     public init(
-        records: [JournalRecord], recordCount: Int? = nil, validLength: Int, damage: JournalDamage?,
+        records: [JournalRecord], recordCount: Int? = nil, validLength: Int, damaged: [JournalDamage],
         version: UInt32 = JournalFormat.version
     ) {
         self.records = records
         self.recordCount = recordCount ?? records.count
         self.validLength = validLength
-        self.damage = damage
+        self.damaged = damaged
         self.version = version
     }
 }
 
-/// Where a journal stopped being readable, and why.
-public struct JournalDamage: Sendable, Equatable, Codable {
+/// A stretch of a journal that is not whole, valid records, and why.
+public struct JournalDamage: Sendable, Equatable {
     public var offset: Int
+    public var length: Int
     public var reason: String
+    /// Whose record the damaged bytes held, as far as they tell.
+    public var record: DamagedRecord
+    /// The region runs to the end of the file from a record that is cut off: the write a crash
+    /// interrupted, never synced, so nothing acted on it.
+    public var isTornTail: Bool = false
+
+    public var range: Range<Int> { offset..<(offset + length) }
+}
+
+/// Whose record a damaged region held.
+public enum DamagedRecord: Sendable, Equatable {
+    /// The region is one record of this job. `certain` when its checksum shows what the record
+    /// was (one bit flipped, or only its length damaged); otherwise the ID is read from the
+    /// damaged bytes themselves, and may be damaged too.
+    case job(JobID, certain: Bool)
+    /// The region is one record that belongs to no job (the next ID to hand out).
+    case noJob
+    /// Several records, or one too damaged to tell whose it was.
+    case unknown
 }
 
 public enum JournalFormatError: Error, Equatable, CustomStringConvertible {

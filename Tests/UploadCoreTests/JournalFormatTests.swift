@@ -142,24 +142,55 @@ struct JournalFormatTests {
         }
     }
 
-    @Test func everySingleBitFlipInTheLastThreeRecordsKeepsTheRecordsBefore() throws {
+    // MARK: - Damage costs only the damaged records
+
+    /// What a journal of `records` with the records at `damaged` hit must decode to: every other
+    /// record, in order.
+    static func records(_ records: [JournalRecord], without damaged: Set<Int>) -> [JournalRecord] {
+        records.indices.filter { !damaged.contains($0) }.map { records[$0] }
+    }
+
+    /// Whose record the frame of `record` is, as a region holding it alone reports it.
+    static func owner(of record: JournalRecord) -> DamagedRecord {
+        record.jobID.map { .job($0, certain: true) } ?? .noJob
+    }
+
+    /// One flipped bit in any byte of a record's header (length, checksum, type) and in the first,
+    /// middle and last bytes of its payload, in every record: every other record is delivered, and
+    /// the one damaged region is exactly that record, known by its checksum. A length made longer
+    /// in the last record runs past the end of the file: a torn tail, as a crash leaves it.
+    @Test func aFlippedBitAnywhereInARecordCostsOnlyThatRecord() throws {
         let records = Fixtures.twentyRecords
         let file = Fixtures.file(records)
         let frames = Fixtures.frames(of: records)
-        for index in (records.count - 3)..<records.count {
-            for byte in frames[index] {
+        var cases = 0
+        for (index, frame) in frames.enumerated() {
+            let payload = frame.lowerBound + JournalFormat.frameOverhead
+            for byte in Array(frame.lowerBound..<payload) + [
+                payload, (payload + frame.upperBound) / 2, frame.upperBound - 1,
+            ] {
                 for bit in 0..<8 {
                     var damaged = file
                     damaged[byte] ^= 1 << bit
+                    let what = "bit \(bit) of byte \(byte - frame.lowerBound) of record \(index)"
                     let contents = try JournalFormat.decode(damaged)
-                    #expect(contents.records == Array(records.prefix(index)), "bit \(bit) of byte \(byte)")
-                    #expect(contents.damage?.offset == frames[index].lowerBound, "bit \(bit) of byte \(byte)")
+                    #expect(contents.records == Self.records(records, without: [index]), "\(what)")
+                    #expect(contents.damaged.count == 1, "\(what): \(contents.damaged)")
+                    let region = try #require(contents.damage, "\(what)")
+                    #expect(region.range == frame, "\(what): \(region)")
+                    if region.isTornTail {
+                        #expect(index == frames.count - 1 && byte < frame.lowerBound + 4, "\(what): \(region)")
+                    } else {
+                        #expect(region.record == Self.owner(of: records[index]), "\(what): \(region)")
+                    }
+                    cases += 1
                 }
             }
         }
+        #expect(cases > 1000)
     }
 
-    @Test func randomBitFlipsAnywhereInTheRecordsKeepTheRecordsBefore() throws {
+    @Test func randomBitFlipsAnywhereInTheRecordsCostOnlyTheirRecord() throws {
         let records = Fixtures.twentyRecords
         let file = Fixtures.file(records)
         let frames = Fixtures.frames(of: records)
@@ -171,9 +202,55 @@ struct JournalFormatTests {
             damaged[byte] ^= 1 << bit
             let index = try #require(frames.firstIndex { $0.contains(byte) })
             let contents = try JournalFormat.decode(damaged)
-            #expect(contents.records == Array(records.prefix(index)), "bit \(bit) of byte \(byte)")
-            #expect(contents.damage?.offset == frames[index].lowerBound)
+            #expect(contents.records == Self.records(records, without: [index]), "bit \(bit) of byte \(byte)")
+            #expect(contents.damage?.range == frames[index], "bit \(bit) of byte \(byte)")
         }
+    }
+
+    /// Two records damaged far apart: two regions, each known, and everything else delivered.
+    @Test func twoDamagedRegionsAreEachSetAside() throws {
+        let records = Fixtures.twentyRecords
+        var file = Fixtures.file(records)
+        let frames = Fixtures.frames(of: records)
+        file[frames[4].lowerBound + 20] ^= 0x40  // a job's record
+        file[frames[12].lowerBound + 2] ^= 0x01  // the length of a removal
+        let contents = try JournalFormat.decode(file)
+        #expect(contents.records == Self.records(records, without: [4, 12]))
+        #expect(contents.damaged.map(\.range) == [frames[4], frames[12]])
+        #expect(contents.damaged.map(\.record) == [Self.owner(of: records[4]), Self.owner(of: records[12])])
+        #expect(contents.validLength == file.count)
+    }
+
+    /// Damage in one record and a torn last record: two regions, the second a torn tail.
+    @Test func damageInTheMiddleAndATornTail() throws {
+        let records = Fixtures.twentyRecords
+        var file = Fixtures.file(records)
+        let frames = Fixtures.frames(of: records)
+        file[frames[6].lowerBound + 30] ^= 0x02
+        file.removeLast(3)
+        let contents = try JournalFormat.decode(file)
+        #expect(contents.records == Self.records(records, without: [6, records.count - 1]))
+        #expect(contents.damaged.count == 2)
+        #expect(contents.damaged.last?.isTornTail == true)
+        #expect(contents.damaged.last?.reason == "the last record is torn")
+        #expect(contents.validLength == frames[records.count - 1].lowerBound)
+    }
+
+    /// Damaged bytes that look like frames do not end the damage: a length that leads nowhere,
+    /// and even a whole record with a right checksum, when the bytes after it are no record.
+    @Test func garbageThatLooksLikeAFrameIsNotTakenForOne() throws {
+        let records = Fixtures.twentyRecords
+        let frames = Fixtures.frames(of: records)
+        let lone = JournalFormat.encode([.nextID(77)])
+        let garbage = [5, 0, 0, 0, 0xAA, 0xAA, 0xAA, 0xAA, 1, 0xEE, 0xEE] + lone + [UInt8](repeating: 0xEE, count: 20)
+        let file =
+            Array(Fixtures.file(records)[..<frames[8].lowerBound]) + garbage
+            + Array(Fixtures.file(records)[frames[8].lowerBound...])
+        let contents = try JournalFormat.decode(file)
+        #expect(contents.records == records)
+        #expect(contents.damaged.count == 1)
+        #expect(contents.damage?.range == frames[8].lowerBound..<(frames[8].lowerBound + garbage.count))
+        #expect(contents.damage?.record == .unknown)
     }
 
     @Test(arguments: [1, 5, 8, 9, 100, 5000])
@@ -196,18 +273,21 @@ struct JournalFormatTests {
         #expect(contents.damage?.reason.contains("length") == true)
     }
 
-    @Test func zeroedPageInTheMiddleKeepsTheRecordsBeforeIt() throws {
+    /// A lost sector: 4 KiB of zeros cost the records in it, not those after it.
+    @Test func aZeroedPageCostsOnlyTheRecordsInIt() throws {
         var records = Fixtures.twentyRecords
         while Fixtures.file(records).count < 3 * 4096 { records += Fixtures.twentyRecords }
         var file = Fixtures.file(records)
         let frames = Fixtures.frames(of: records)
         let page = 4096..<8192
         for offset in page { file[offset] = 0 }
-        let firstDamaged = try #require(frames.firstIndex { $0.overlaps(page) })
+        let hit = Set(frames.indices.filter { frames[$0].overlaps(page) })
         let contents = try JournalFormat.decode(file)
-        #expect(contents.records == Array(records.prefix(firstDamaged)))
-        #expect(contents.damage?.offset == frames[firstDamaged].lowerBound)
-        #expect(contents.validLength == frames[firstDamaged].lowerBound)
+        #expect(contents.records == Self.records(records, without: hit))
+        #expect(contents.damaged.count == 1)
+        #expect(contents.damage?.range == frames[hit.min()!].lowerBound..<frames[hit.max()!].upperBound)
+        #expect(contents.damage?.record == .unknown)
+        #expect(contents.validLength == file.count)
     }
 
     @Test func anUnknownRecordTypeOfANewerDaemonIsKeptNotDamage() throws {
@@ -227,9 +307,10 @@ struct JournalFormatTests {
 
     @Test func inAFormatTwoFileAnUnknownRecordTypeIsStillDamage() throws {
         var file = JournalFormat.magic + [2, 0, 0, 0]
-        file += Self.frame(type: 4, payload: [2]) + Self.frame(type: 99, payload: [1])
+        file +=
+            Self.frame(type: 4, payload: [2]) + Self.frame(type: 99, payload: [1]) + Self.frame(type: 4, payload: [3])
         let contents = try JournalFormat.decode(file)
-        #expect(contents.records == [.nextID(2)])
+        #expect(contents.records == [.nextID(2), .nextID(3)])
         #expect(contents.damage?.reason.contains("unknown record type 99") == true)
     }
 
@@ -406,9 +487,29 @@ struct JournalFormatTests {
         withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
         withUnsafeBytes(of: Self.crc32c([1] + payload).littleEndian) { frame.append(contentsOf: $0) }
         frame += [1] + payload
-        let contents = try JournalFormat.decode(Fixtures.file([.nextID(2)]) + frame)
-        #expect(contents.records == [.nextID(2)])
+        let contents = try JournalFormat.decode(
+            Fixtures.file([.nextID(2)]) + frame + JournalFormat.encode([.nextID(3)]))
+        #expect(contents.records == [.nextID(2), .nextID(3)])
         #expect(contents.damage?.reason.contains("does not decode") == true)
+        #expect(contents.damage?.length == frame.count)
+    }
+
+    /// A CRC is linear: one flipped bit anywhere in a body is found from the checksum and put back.
+    @Test func oneFlippedBitIsFoundFromTheChecksum() {
+        let body = [UInt8(1)] + Array("a record's payload, long enough to have many bits".utf8)
+        let checksum = Self.crc32c(body)
+        for byte in body.indices {
+            for bit in 0..<8 {
+                var damaged = body
+                damaged[byte] ^= 1 << bit
+                #expect(JournalFormat.restoreOneBit(&damaged, checksum: checksum), "bit \(bit) of byte \(byte)")
+                #expect(damaged == body, "bit \(bit) of byte \(byte)")
+            }
+        }
+        var twice = body
+        twice[3] ^= 1
+        twice[9] ^= 4
+        #expect(!JournalFormat.restoreOneBit(&twice, checksum: checksum), "two flipped bits are not one")
     }
 
     /// Bitwise CRC32C (Castagnoli, reflected 0x82F63B78), independent of the code under test.

@@ -44,21 +44,26 @@ struct ParallelReplayTests {
     }
 
     /// A bad checksum in the middle of a window, at the first record of a window, and in the
-    /// last record: replay keeps every record before it and stops there.
+    /// last record: replay sets that record aside and hands out every other, in order.
     @Test(arguments: [300, JournalFormat.decodingWindow, JournalFormat.decodingWindow + 2_000, 9_999])
-    func aBadChecksumStopsReplayAtThatRecord(index: Int) throws {
+    func aBadChecksumCostsOnlyThatRecord(index: Int) throws {
         var (bytes, records, offsets) = Self.journal(10_000)
         bytes[offsets[index] + JournalFormat.frameOverhead] ^= 0xff  // the first byte of its payload
         let (contents, handed) = try Self.replay(bytes)
-        #expect(handed == Array(records[..<index]))
-        #expect(contents.recordCount == index)
-        #expect(contents.validLength == offsets[index])
-        #expect(contents.damage == JournalDamage(offset: offsets[index], reason: "a record's checksum does not match"))
+        var expected = records
+        expected.remove(at: index)
+        #expect(handed == expected)
+        #expect(contents.recordCount == records.count - 1)
+        let end = index + 1 < offsets.count ? offsets[index + 1] : bytes.count
+        #expect(contents.damaged.map(\.range) == [offsets[index]..<end])
+        #expect(contents.damage?.reason == "a record's checksum does not match")
+        #expect(contents.validLength == (index + 1 < offsets.count ? bytes.count : offsets[index]))
     }
 
     /// A record whose checksum is right but whose payload does not decode (a string that is not
-    /// UTF-8), decoded by the second worker of its window.
-    @Test func aRecordThatDoesNotDecodeStopsReplayAtThatRecord() throws {
+    /// UTF-8), decoded by the second worker of its window: set aside, and the records after it
+    /// handed out.
+    @Test func aRecordThatDoesNotDecodeCostsOnlyThatRecord() throws {
         let (good, records, _) = Self.journal(5_000)
         var job = Fixtures.job(42)
         job.spec.destination = "https://example.com/\u{e9}/"
@@ -69,11 +74,13 @@ struct ParallelReplayTests {
         payload[accent] = 0xff  // not UTF-8 anywhere
         var bad: [UInt8] = []
         JournalFormat.appendFrame(type: JournalRecord.jobType, payload: payload, to: &bad)
-        let (contents, handed) = try Self.replay(
-            good + bad + Self.journal(10).bytes.dropFirst(JournalFormat.headerSize))
-        #expect(handed == records)
-        #expect(contents.validLength == good.count)
+        let after = Self.journal(10)
+        let (contents, handed) = try Self.replay(good + bad + after.bytes.dropFirst(JournalFormat.headerSize))
+        #expect(handed == records + after.records)
+        #expect(contents.validLength == good.count + bad.count + after.bytes.count - JournalFormat.headerSize)
+        #expect(contents.damage?.range == good.count..<(good.count + bad.count))
         #expect(contents.damage?.reason.hasPrefix("a record does not decode") == true)
+        #expect(contents.damage?.record == .job(JobID(42), certain: false))
     }
 
     @Test func aTornLastRecordAfterManyWindowsKeepsTheRest() throws {

@@ -242,18 +242,85 @@ struct JournalTests {
         #expect(replay.state.jobs.count == 5)
         #expect(replay.fileBytes == whole.count)
         let damage = try #require(replay.damage)
-        #expect(damage.contains("journal damaged at byte \(whole.count) of \(whole.count + torn.count)"))
-        #expect(damage.contains("kept 5 records"))
+        #expect(
+            damage.contains("journal damaged at byte \(whole.count) (\(torn.count) bytes: the last record is torn)"))
+        #expect(damage.contains("in a file of \(whole.count + torn.count) bytes"))
+        #expect(damage.contains("kept 5 records before it"))
         let copies = directory.contents().filter { $0.hasPrefix("journal.damaged-") }
         #expect(copies.count == 1)
         #expect(damage.contains(copies.first ?? "?"))
-        #expect(try directory.read(copies[0]) == torn)
+        let line =
+            "uploadd journal: \(torn.count) damaged bytes from byte \(whole.count) of \(directory.path)/journal: the last record is torn\n"
+        #expect(try directory.read(copies[0]) == Array(line.utf8) + torn)
         #expect(try directory.read("journal") == whole)
 
         // The cut journal is clean from now on.
         let again = try Self.reopen(directory)
         #expect(again.damage == nil)
         #expect(again.recordCount == 5)
+    }
+
+    /// A damaged record in the middle: the records after it are replayed, its bytes alone are set
+    /// aside, the journal is rewritten without them, and its job, which would have run, is paused.
+    @Test func aDamagedRecordInTheMiddleIsSetAsideAndTheJournalRewritten() async throws {
+        let directory = try TemporaryDirectory()
+        let records: [JournalRecord] = [
+            .job(Self.job(1)), .job(Self.job(2)), .job(Self.job(1, .completed)), .job(Self.job(3)),
+        ]
+        var bytes = JournalFormat.header()
+        var frames: [Range<Int>] = []
+        for record in records {
+            let start = bytes.count
+            JournalFormat.append(record, to: &bytes)
+            frames.append(start..<bytes.count)
+        }
+        bytes[frames[2].lowerBound + 20] ^= 0x80
+        try directory.write("journal", bytes: bytes)
+
+        let (journal, replay) = try Journal.open(directory: directory.path)
+        #expect(replay.recordCount == 3)
+        #expect(replay.state.jobs[JobID(1)]?.state == .paused, "its completion was lost: it must not upload again")
+        #expect(replay.state.jobs[JobID(2)]?.state == .queued)
+        #expect(replay.state.jobs[JobID(3)]?.state == .queued)
+        let damage = try #require(replay.damage)
+        #expect(damage.contains("journal damaged at byte \(frames[2].lowerBound) (\(frames[2].count) bytes"))
+        #expect(damage.contains("job 1's record"))
+        #expect(damage.contains("kept 3 records, 1 of them after the damage"))
+        #expect(damage.contains("paused job 1,"))
+        #expect(damage.contains("uploadctl show 1"))
+        let copies = directory.contents().filter { $0.hasPrefix("journal.damaged-") }
+        #expect(copies.count == 1)
+        let copy = try directory.read(copies[0])
+        #expect(copy.suffix(frames[2].count) == bytes[frames[2]], "the damaged record alone is set aside")
+        #expect(String(decoding: copy.dropLast(frames[2].count), as: UTF8.self).hasPrefix("uploadd journal: "))
+
+        // Rewritten whole, and appended to from there.
+        try await journal.appendDurably([.job(Self.job(4))])
+        journal.close()
+        let contents = try JournalFormat.decode(try directory.read("journal"))
+        #expect(contents.damage == nil)
+        let again = try Self.reopen(directory)
+        #expect(again.damage == nil)
+        #expect(again.state.jobs.keys.sorted() == [1, 2, 3, 4].map { JobID($0) })
+        #expect(again.state.jobs[JobID(1)]?.state == .paused)
+    }
+
+    /// The damaged bytes are never dropped before their copy is on disk: when it cannot be
+    /// written, the journal is refused, untouched, with what to do.
+    @Test func aDamagedJournalWhoseBytesCannotBeSetAsideIsLeftAlone() throws {
+        let directory = try TemporaryDirectory()
+        let bytes = JournalFormat.header() + JournalFormat.encode([.job(Self.job(1))]) + [0xDE, 0xAD, 0xBE, 0xEF, 9]
+        try directory.write("journal", bytes: bytes)
+        // The copy's temporary file cannot be made: a directory has its name, for the next seconds.
+        let now = Int(Date().timeIntervalSince1970)
+        for second in now...(now + 30) {
+            try FileManager.default.createDirectory(
+                atPath: directory.path + "/journal.damaged-\(second).tmp", withIntermediateDirectories: false)
+        }
+        let error = #expect(throws: JournalOpenError.self) { try Journal.open(directory: directory.path) }
+        #expect(error?.message.contains("cannot be set aside") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("free some space") == true)
+        #expect(try directory.read("journal") == bytes)
     }
 
     @Test func appendsAfterACutTailFollowTheLastGoodRecord() async throws {

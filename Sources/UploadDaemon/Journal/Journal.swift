@@ -147,8 +147,9 @@ final class Journal: Sendable {
         self.state = Mutex(State(recordsSinceCompaction: records, fileBytes: Int64(fileBytes)))
     }
 
-    /// Opens (or creates) the journal in `directory` and replays it. Damage at the end is copied to
-    /// `journal.damaged-TIMESTAMP`, cut off, and reported; a journal we cannot read at all throws.
+    /// Opens (or creates) the journal in `directory` and replays it, past any damage. Damaged bytes
+    /// are copied to `journal.damaged-TIMESTAMP` and reported, and the journal is rewritten
+    /// without them (or cut, when they are only at its end); a journal we cannot read at all throws.
     static func open(
         directory: String, plainSyncDelay: Duration = .seconds(1),
         syncDirectory: @escaping @Sendable (String) throws -> Void = FileOps.syncDirectory
@@ -174,65 +175,40 @@ final class Journal: Sendable {
             // A new journal's name must survive a power cut as surely as its first records.
             if isNew { try syncDirectory(directory) }
             let bytes = try FileOps.readFile(path, followSymlinks: false)
-            let contents: JournalContents
             var replayed = JournalState()
             // A job's record takes a little over 200 bytes (a compacted journal is one per job).
             replayed.reserveCapacity(jobs: bytes.count / 256)
+            let contents: JournalContents
+            let recovery: JournalRecovery
             do {
-                contents = try JournalFormat.decode(bytes) { replayed.apply($0) }
+                (contents, recovery) = try replayed.replay(bytes, at: Date())
             } catch {
                 throw JournalOpenError(message: "\(path): \(error)")
             }
             replayed.fitCapacity()
             var damage: String?
-            var validLength = contents.validLength
-            if let found = contents.damage {
-                let copy = directory + "/journal.damaged-\(Int(Date().timeIntervalSince1970))"
-                try FileOps.writeAtomically(Array(bytes[found.offset...]), to: copy)
-                damage =
-                    "journal damaged at byte \(found.offset) of \(bytes.count): \(found.reason);"
-                    + " kept \(contents.recordCount) records before it, moved the rest to \(copy)"
-                if validLength < JournalFormat.headerSize { validLength = 0 }
-                try syscall("truncate", path: path) { ftruncate(fd, off_t(validLength)) }
+            if !contents.damaged.isEmpty {
+                let copy = try setAside(contents.damaged, of: bytes, journal: path)
+                damage = describe(recovery, recordCount: contents.recordCount, fileSize: bytes.count, copy: copy)
             }
-            if validLength == 0 {
-                let header = JournalFormat.header()
-                try syscall("truncate", path: path) { ftruncate(fd, 0) }
-                try header.withUnsafeBytes { (buffer) in
-                    _ = try syscall("write", path: path) { pwrite(fd, buffer.baseAddress, buffer.count, 0) }
-                }
-                validLength = header.count
-            }
-            try syscall("fsync", path: path) { fsync(fd) }
-            try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
             let upgrading = contents.version < JournalFormat.version
-            var idsSeenPastDamage = false
-            if let found = contents.damage,
-                let highest = JournalFormat.highestJobID(scanning: bytes[found.offset...], version: contents.version)
-            {
-                // Jobs past the damage are lost, but their IDs must stay used: record the next ID
-                // (an upgraded journal gets it with the rest of the state below).
-                replayed.apply(.nextID(highest + 1))
-                idsSeenPastDamage = true
-            }
-            if idsSeenPastDamage && !upgrading {
-                var record: [UInt8] = []
-                JournalFormat.append(.nextID(replayed.nextID), to: &record)
-                try record.withUnsafeBytes { buffer in
-                    _ = try syscall("write", path: path) {
-                        pwrite(fd, buffer.baseAddress, buffer.count, off_t(validLength))
-                    }
-                }
-                validLength += record.count
-                try syscall("fsync", path: path) { fsync(fd) }
-                try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
-            }
-            if upgrading {
-                let rewritten = try rewriteInCurrentFormat(replayed, path: path, replacing: fd)
+            var validLength: Int
+            if upgrading || !isOnlyATail(recovery, fileSize: bytes.count) {
+                // The replayed state, in a fresh file: no damaged bytes left between records, for
+                // this daemon or any other.
+                let rewritten = try rewriteInCurrentFormat(
+                    replayed, path: path, replacing: fd,
+                    what: upgrading ? "in the current journal format" : "without its damaged bytes")
                 fd = rewritten.fd
                 validLength = rewritten.length
-                Log.notice(
-                    "journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
+                if upgrading {
+                    Log.notice(
+                        "journal: rewrote \(path) from format \(contents.version) to format \(JournalFormat.version)")
+                }
+            } else {
+                validLength = try cutOff(
+                    fd, path: path, at: contents.validLength, of: bytes.count,
+                    nextID: recovery.raisedNextID ? replayed.nextID : nil)
             }
             let journal = Journal(
                 directory: directory, fd: fd, fileBytes: validLength, records: contents.recordCount,
@@ -248,19 +224,48 @@ final class Journal: Sendable {
         }
     }
 
-    /// Replaces a journal of an older format with the replayed state in the current one (temp
-    /// file, fsync, rename, directory fsync); on failure the old file stays as it was.
-    private static func rewriteInCurrentFormat(_ state: JournalState, path: String, replacing old: Int32) throws
-        -> (fd: Int32, length: Int)
+    /// Whether the only damage is at the end of the file and changed nothing before it (no job
+    /// paused): what a crash leaves. Cut off there, the file keeps every other byte as it was.
+    private static func isOnlyATail(_ recovery: JournalRecovery, fileSize: Int) -> Bool {
+        guard let region = recovery.regions.first else { return true }
+        return recovery.regions.count == 1 && region.range.upperBound == fileSize && recovery.paused.isEmpty
+    }
+
+    /// Cuts the journal of `fileSize` bytes at `length` (the end of its last whole record), or
+    /// starts it afresh when not even its header is whole, and records `nextID` when IDs seen in
+    /// the cut bytes must stay used. Returns the file's length.
+    private static func cutOff(_ fd: Int32, path: String, at length: Int, of fileSize: Int, nextID: UInt64?) throws
+        -> Int
     {
+        var validLength = length < JournalFormat.headerSize ? 0 : length
+        if validLength != fileSize { try syscall("truncate", path: path) { ftruncate(fd, off_t(validLength)) } }
+        var appended = validLength == 0 ? JournalFormat.header() : []
+        if let nextID { JournalFormat.append(.nextID(nextID), to: &appended) }
+        if !appended.isEmpty {
+            try appended.withUnsafeBytes { buffer in
+                _ = try syscall("write", path: path) {
+                    pwrite(fd, buffer.baseAddress, buffer.count, off_t(validLength))
+                }
+            }
+            validLength += appended.count
+        }
+        try syscall("fsync", path: path) { fsync(fd) }
+        try syscall("seek", path: path) { lseek(fd, off_t(validLength), SEEK_SET) }
+        return validLength
+    }
+
+    /// Replaces the journal with the replayed state in the current format (temp file, fsync,
+    /// rename, directory fsync): a journal of an older format, or one with damaged bytes (set
+    /// aside before). On failure the old file stays as it was.
+    private static func rewriteInCurrentFormat(
+        _ state: JournalState, path: String, replacing old: Int32, what: String
+    ) throws -> (fd: Int32, length: Int) {
         let bytes = JournalFormat.header() + JournalFormat.encode(state.compactedRecords())
         do {
             try FileOps.writeAtomically(bytes, to: path)
             CrashPoint.journalRewritten.reached()
         } catch {
-            throw JournalOpenError(
-                message:
-                    "cannot rewrite \(path) in the current journal format: \(error); free some space and start again")
+            throw JournalOpenError(message: "cannot rewrite \(path) \(what): \(error); free some space and start again")
         }
         let fd = try syscall("open", path: path) { Glibc.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
         guard lseek(fd, off_t(bytes.count), SEEK_SET) >= 0 else {

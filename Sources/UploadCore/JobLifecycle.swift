@@ -189,6 +189,16 @@ extension Job {
         return seconds < 1 ? "" : " over \(formatSeconds(seconds))"
     }
 
+    /// A queued job of higher priority takes the slot of this one's attempt, which crawls: it is
+    /// queued again, in its place, to go on when a slot is free. Not a failure: no retry budget
+    /// is spent. False when it is not running (any more).
+    public mutating func setAside(_ message: String, at now: Date) -> Bool {
+        guard state == .running else { return false }
+        nextAttemptAt = nil
+        transition(to: .queued, at: now, message)
+        return true
+    }
+
     /// The daemon stops while the job runs: it is queued again, to resume at the next start.
     /// Cleanly (the default message), or killed without a crash of its own (SIGKILL, a power cut).
     public mutating func requeueAfterRestart(

@@ -76,6 +76,13 @@ public struct ReadyQueue: Sendable {
             entries.append(entry)
             return
         }
+        // Back at the front, where a job popped and put back goes (the slot before `head` was
+        // popped already): no move of the whole queue.
+        if head > 0, head == entries.count || entry < entries[head] {
+            head -= 1
+            entries[head] = entry
+            return
+        }
         entries.insert(entry, at: insertionIndex(for: entry))
     }
 
@@ -101,6 +108,9 @@ public struct ReadyQueue: Sendable {
         }
         return entry.id
     }
+
+    /// The next job to start, left in the queue.
+    public var first: JobID? { head < entries.count ? entries[head].id : nil }
 
     /// The IDs in start order.
     public var orderedIDs: [JobID] { entries[head...].map(\.id) }

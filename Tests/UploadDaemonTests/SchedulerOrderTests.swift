@@ -106,4 +106,47 @@ struct SchedulerOrderTests {
         #expect(await harness.wait(b, .completed))
         await harness.stop()
     }
+
+    /// While a job for another server waits, one server gets at most `transfers - 1` slots; with
+    /// no other server's work left, the cap gives way (issue 47, finding 3).
+    @Test func oneServerGetsAtMostItsShareWhileAnotherHasWork() async throws {
+        let fake = FakeTransfer(defaultStep: .hold)
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 2), fake: fake)
+        func params(_ name: String, _ server: String) throws -> AddParams {
+            var params = AddParams(
+                source: try harness.directory.write("src/" + name, "the content of \(name)\n"),
+                destination: "http://\(server)/up/")
+            params.protocol = .put
+            return params
+        }
+        // One add, so that all three are queued before any starts.
+        let results = await harness.scheduler.add([
+            try params("slow-1", "slow.test"), try params("slow-2", "slow.test"), try params("other", "other.test"),
+        ])
+        let ids = try results.map { try $0.get().id }
+        #expect(await harness.waitForStarts(2))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fake.started == ["slow-1", "other"], "the second slow job waits while another server has work")
+        #expect(await harness.state(ids[1]) == .queued)
+        fake.release("other")
+        #expect(await harness.wait(ids[2], .completed))
+        #expect(await harness.waitForStarts(3))
+        #expect(fake.started == ["slow-1", "other", "slow-2"], "then the cap gives way")
+        for name in ["slow-1", "slow-2"] { fake.release(name) }
+        for id in ids { #expect(await harness.wait(id, .completed)) }
+        await harness.stop()
+    }
+
+    /// All jobs for one server: the cap never holds a slot empty.
+    @Test func aCapWithNoOtherServerLeavesNoSlotEmpty() async throws {
+        let fake = FakeTransfer(defaultStep: .hold)
+        let harness = try await SchedulerHarness(
+            config: SchedulerHarness.config(transfers: 2), fake: fake, smallFilesRunWider: true)
+        var ids: [JobID] = []
+        for index in 0..<12 { ids.append(try await harness.add("s\(index)")) }
+        #expect(await harness.waitForStarts(8), "small files run 8 wide, to one server as to many")
+        for index in 0..<12 { fake.release("s\(index)") }
+        for id in ids { #expect(await harness.wait(id, .completed)) }
+        await harness.stop()
+    }
 }

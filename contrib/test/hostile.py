@@ -78,6 +78,13 @@ Modes (`--mode`). Unless a mode says otherwise, the other port answers any reque
                        --json            the body is {"code": 1, "message": ESCAPES, "error": ESCAPES}
                                          (application/json; JSON escapes them as \\u001b, ...)
 
+  slow-read          a server that reads request bodies a trickle at a time (an overloaded one, or
+                     one holding a client's transfer slots on purpose): --read-bytes every
+                     --read-interval seconds, through a receive buffer of 4 KiB, then 201 Created.
+                     Any request without a body: 201.
+                       --read-bytes N      bytes read each time (default 2048)
+                       --read-interval S   seconds between reads (default 2.0)
+
 ESCAPES is "hostile: \\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m \\u009b31mC1\\u009b0m end", UTF-8 encoded.
 """
 
@@ -85,6 +92,7 @@ import argparse
 import json
 import re
 import signal
+import socket
 import socketserver
 import sys
 import threading
@@ -93,7 +101,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HOST = "127.0.0.1"
-MODES = ("tus-bad-offset", "tus-foreign-location", "post-foreign-url", "trickle", "s3-endless-parts", "escape-body")
+MODES = ("tus-bad-offset", "tus-foreign-location", "post-foreign-url", "trickle", "s3-endless-parts", "escape-body",
+         "slow-read")
 TUS_EXTENSIONS = "creation,termination"
 ESCAPES = "hostile: \x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x1b[0m \u009b31mC1\u009b0m end"
 S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -147,6 +156,10 @@ class Server(ThreadingHTTPServer):
         super().__init__((HOST, 0), Handler)
 
     def server_bind(self):
+        if self.state.args.mode == "slow-read":
+            # Accepted connections inherit it: the kernel then holds only a few KiB the server has
+            # not read, and the client sees the server's pace, not the socket buffers'.
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         # HTTPServer's own looks the host's name up (getfqdn), which can hang where there is no DNS.
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = self.server_address[:2]
@@ -242,6 +255,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer_json(405, {"error": f"no {self.command} {bare}"})
             return
         mode = state.args.mode
+        if mode == "slow-read" and self.server.role == "main":
+            self.slow_read(state)
+            return
         keep = mode == "post-foreign-url" and self.server.role == "main" and self.command == "POST"
         body_bytes, body = self.read_body(keep)
         role = self.server.role
@@ -352,6 +368,25 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(405, [resumable, ("Content-Type", "text/plain")], "method not allowed\n")
 
     # ---- post-foreign-url ----
+
+    def slow_read(self, state):
+        length = self.headers.get("Content-Length", "0").strip()
+        left = int(length) if length.isdigit() else 0
+        record = {"port_role": "main", "port": self.server.server_address[1], "t": time.time(),
+                  "method": self.command, "path": self.path, "headers": dict(self.headers.items()), "body_bytes": 0}
+        state.record(record)
+        if left and "100-continue" in self.headers.get("Expect", "").lower():
+            self.send_response_only(100)
+            self.end_headers()
+        while left:
+            time.sleep(state.args.read_interval)
+            data = self.rfile.read(min(left, state.args.read_bytes))
+            if not data:
+                self.close_connection = True
+                return
+            left -= len(data)
+            record["body_bytes"] += len(data)
+        self.answer(201, [("Content-Type", "text/plain")], "stored\n")
 
     def post_foreign_url(self, body):
         state = self.server.state
@@ -497,6 +532,8 @@ def main():
     parser.add_argument("--part-status", type=int, default=500, help="s3-endless-parts: the UploadPart status")
     parser.add_argument("--status", type=int, default=400, help="escape-body: the status")
     parser.add_argument("--json", action="store_true", help="escape-body: a JSON body")
+    parser.add_argument("--read-bytes", type=int, default=2048, help="slow-read: bytes read each time")
+    parser.add_argument("--read-interval", type=float, default=2.0, help="slow-read: seconds between reads")
     args = parser.parse_args()
     args.offset_on = {word.strip().lower() for word in args.offset_on.split(",") if word.strip()}
     if not args.offset_on <= {"post", "head", "patch"}:

@@ -64,6 +64,14 @@ struct DaemonConfig: Sendable, Equatable {
     var retry = RetryPolicy()
     /// A transfer that moves no bytes for this long is retried.
     var stallTimeout = 60
+    /// A body going out slower than `minSpeed` bytes a second for `minSpeedTime` seconds is
+    /// retried (0: never), as curl's `--speed-limit`: a server that reads a trickle must not hold
+    /// a transfer slot for hours. 2 KiB/s is slower than any link that works (GPRS is ~5).
+    var minSpeed: Int64 = 2 << 10
+    var minSpeedTime = 120
+    /// The most transfers to one server while jobs for other servers wait (nil: `transfers` - 1,
+    /// at least 1): a slow server cannot take every slot.
+    var transfersPerServer: Int?
     var connectTimeout = 20
     /// Seconds a server may take to answer a request once it is sent.
     var responseTimeout = 300
@@ -225,6 +233,18 @@ struct DaemonConfig: Sendable, Equatable {
                 case "retry_max_delay": retry.maxDelay = .seconds(try number(1...86400))
                 case "retry_base_delay": retry.baseDelay = .milliseconds(try number(1...600_000))
                 case "stall_timeout": stallTimeout = try number(1...3600)
+                case "min_speed_time": minSpeedTime = try number(1...86400)
+                case "transfers_per_server": transfersPerServer = try number(1...64)
+                case "min_speed":
+                    do {
+                        minSpeed = try ByteSize.parse(entry.value)
+                    } catch {
+                        throw LoadError(
+                            path: "",
+                            message:
+                                "line \(entry.line): min_speed must be a size per second such as 2K (0 turns the rule off)"
+                        )
+                    }
                 case "connect_timeout": connectTimeout = try number(1...600)
                 case "response_timeout": responseTimeout = try number(1...86400)
                 case "compact_after": compactAfter = try number(20...100_000_000)
@@ -354,7 +374,8 @@ extension DaemonConfig {
     /// Every key `[daemon]` reads (aliases included), for typo hints and the man page's check.
     static let daemonKeys = [
         "transfers", "max_transfers", "preparations", "max_preparations", "retry_attempts", "retry_for",
-        "retry_max_delay", "retry_base_delay", "stall_timeout", "connect_timeout", "response_timeout",
+        "retry_max_delay", "retry_base_delay", "stall_timeout", "min_speed", "min_speed_time",
+        "transfers_per_server", "connect_timeout", "response_timeout",
         "compact_after", "wait_on_metered", "wait_on_battery", "rate_limit", "on_complete", "on_failure",
         "hook_timeout", "notify",
     ]

@@ -28,17 +28,31 @@ final class BodyReader {
         }
     }
 
-    /// What `read` returns when the next bytes of the file are not copied yet (`GrowingCopy`): the
-    /// request pauses (CURL_READFUNC_PAUSE) until `resumeIfReady` finds them there.
+    /// What `read` returns when the next bytes of the file are not copied yet (`GrowingCopy`), or
+    /// may not be sent yet (the bandwidth limit): the request pauses (CURL_READFUNC_PAUSE) until
+    /// `resumeIfReady` finds them there, or allowed.
     static let notReady = -2
     /// Whether the last `read` returned `notReady`, and whether a wake-up is asked for since.
     private(set) var waitsForCopy = false
     private var wakeArmed = false
+    /// What the bandwidth limits allow this request to send (set on the HTTP thread before the
+    /// transfer starts), and whether the last `read` was held by them.
+    var pacer: SendPacer?
+    private(set) var waitsForBandwidth = false
 
     /// Copies the next bytes into `buffer`; 0 at the end; -1 on a read error; `notReady`.
     func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        let wanted = Int(min(Int64(capacity), length - position))
+        var wanted = Int(min(Int64(capacity), length - position))
         guard wanted > 0 else { return 0 }
+        var now = 0.0
+        if let pacer, pacer.isLimited {
+            now = MonotonicClock.seconds()
+            wanted = pacer.allowance(wanted, at: now)
+            guard wanted > 0 else {
+                waitsForBandwidth = true
+                return Self.notReady
+            }
+        }
         let count: Int
         switch source {
         case .bytes(let bytes):
@@ -70,12 +84,18 @@ final class BodyReader {
             }
         }
         position += Int64(count)
+        if now > 0 { pacer?.spend(count, at: now) }
         return count
     }
 
     /// For a reader paused by `notReady`: true once its next bytes are copied (the caller then
     /// unpauses the request); else `wake` is called when they may be, once per pause.
     func resumeIfReady(wake: @escaping @Sendable () -> Void) -> Bool {
+        if waitsForBandwidth {
+            guard let pacer, pacer.secondsUntilAllowed(at: MonotonicClock.seconds()) == 0 else { return false }
+            waitsForBandwidth = false
+            return true
+        }
         guard waitsForCopy, case .file(let region) = source else { return false }
         let offset = region.offset + position
         if region.file.isReady(at: offset) {

@@ -35,8 +35,11 @@ final class CurlRequest {
     private(set) var stalled = false
     /// When the whole request had been handed over (monotonic seconds), for the response deadline.
     private var requestSentAt: Double?
-    /// The send rate limit set on the handle now (its own, or its share of the global limit).
-    private var appliedSendRate: Int64?
+    /// What the bandwidth limits let it send (`pace(with:)`), for a request that sends a body.
+    private var pacer: SendPacer?
+    /// The minimum-speed check: bytes moved and when, at the start of the window it measures.
+    private var speedWindow: (start: Double, bytes: Int64)?
+    private(set) var tooSlow: (speed: Double, seconds: Int)?
     private(set) var answerTimedOut = false
     /// The socket of a connection opened for this request, and its inode number, which tells it
     /// from a later file under the same number once libcurl closed it (see `curlSocketOpened`).
@@ -72,13 +75,24 @@ final class CurlRequest {
     /// multipart body's length is -1 until libcurl works it out, and it counts).
     var sendsBody: Bool { request.body.sizeHint > 0 }
 
-    /// Sets the handle's send limit, between calls to curl_multi_perform on the HTTP thread:
-    /// libcurl reads it at each check, so a running upload slows down or speeds up within a
-    /// second. nil: none.
-    func applySendRate(_ rate: Int64?) {
-        guard rate != appliedSendRate else { return }
-        appliedSendRate = rate
-        _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate ?? 0))
+    /// Puts the request under the bandwidth limits: the global `budget` and its own
+    /// `maxSendRate`. On the HTTP thread, before the handle is added. A body already in memory
+    /// with the head (made before a limit was set) is counted against them as it goes.
+    func pace(with budget: SendBudget) {
+        guard sendsBody else { return }
+        let now = MonotonicClock.seconds()
+        let pacer = SendPacer(budget: budget, ownRate: request.maxSendRate, now: now)
+        self.pacer = pacer
+        for reader in readers { reader.pacer = pacer }
+        if headBody != nil, pacer.isLimited, request.body.length > 0 {
+            pacer.spend(Int(request.body.length), at: now)
+        }
+    }
+
+    /// Seconds until a read held by the bandwidth limits may go; nil when none is held.
+    func secondsUntilSendAllowed(at now: Double) -> Double? {
+        guard let pacer, readers.contains(where: \.waitsForBandwidth) else { return nil }
+        return pacer.secondsUntilAllowed(at: now)
     }
 
     /// 2 MiB, or a quarter second's worth under a rate limit, or the body's size when it is
@@ -109,6 +123,14 @@ final class CurlRequest {
         let target = "\(request.method) \(Redaction.redactURL(request.url))"
         if let readError = readers.lazy.compactMap(\.readError).first { return readError }
         if stalled { return .stalled(seconds: request.stallTimeout) }
+        if let tooSlow {
+            return TransferFailure(
+                JobError(
+                    code: "stalled",
+                    message:
+                        "\(target): the server took \(ByteSize.formatRate(tooSlow.speed)) for \(tooSlow.seconds)s, under min_speed (\(ByteSize.formatRate(Double(request.minSpeed)))); trying again later (min_speed = 0 in the config turns this off)"
+                ), retryable: true)
+        }
         if answerTimedOut {
             return .timeout("\(target): no complete answer \(request.responseTimeout) s after the request was sent")
         }
@@ -179,15 +201,49 @@ final class CurlRequest {
             answerTimedOut = true
             return true
         }
-        if movedBytes != lastProgressBytes {
+        // Held by uploadd's own bandwidth limit (or waiting for its copy to be made) is never
+        // the connection's fault: the stall and minimum-speed clocks start again.
+        let heldByUs =
+            pacer?.wasHeld(within: 2, at: seconds) == true || readers.contains(where: \.waitsForCopy)
+        if movedBytes != lastProgressBytes || heldByUs {
             lastProgressBytes = movedBytes
             lastProgressAt = seconds
-            return false
-        }
-        if seconds - lastProgressAt >= Double(request.stallTimeout) {
+        } else if seconds - lastProgressAt >= Double(request.stallTimeout) {
             stalled = true
             return true
         }
+        // Delivered, not handed over: a slow reader's socket buffers hold megabytes.
+        let total = request.body.length >= 0 ? request.body.length : uploadTotal
+        let delivered = total > 0 && uploaded - unsent >= total
+        if isTooSlow(movedBytes: movedBytes, delivered: delivered, heldByUs: heldByUs, at: seconds) { return true }
+        return false
+    }
+
+    /// The minimum-speed rule, as curl's `--speed-limit`/`--speed-time`: a body sent at under
+    /// `minSpeed` bytes per second for `minSpeedTime` seconds is too slow. A stall (no byte at
+    /// all) ends a connection after a minute, but a server that reads a trickle on purpose or
+    /// from overload never stalls and held a transfer slot for hours. Measured while the body is
+    /// going out and nothing of uploadd's holds it back: a window in which uploadd's own limit
+    /// held the request, or one that allows it less than twice the minimum, does not count.
+    private func isTooSlow(movedBytes: Int64, delivered: Bool, heldByUs: Bool, at now: Double) -> Bool {
+        let minimum = request.minSpeed
+        let limitedBelow = pacer?.rate.map { $0 < 2 * minimum } ?? false
+        guard minimum > 0, request.minSpeedTime > 0, sendsBody, !delivered, !heldByUs, !limitedBelow else {
+            speedWindow = nil
+            return false
+        }
+        guard let window = speedWindow else {
+            speedWindow = (now, movedBytes)
+            return false
+        }
+        let elapsed = now - window.start
+        guard elapsed >= Double(request.minSpeedTime) else { return false }
+        let speed = Double(movedBytes - window.bytes) / elapsed
+        if speed < Double(minimum) {
+            tooSlow = (speed, Int(elapsed.rounded()))
+            return true
+        }
+        speedWindow = (now, movedBytes)
         return false
     }
 
@@ -276,10 +332,6 @@ final class CurlRequest {
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, opaqueSelf)
         _ = CCurl_easy_setopt_sockopt_function(handle, curlSocketOpened)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_SOCKOPTDATA, opaqueSelf)
-        if let rate = request.maxSendRate {
-            appliedSendRate = rate
-            _ = CCurl_easy_setopt_int64(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
-        }
         if let caFile = request.caFile { try set(CCurl_easy_setopt_string(handle, CURLOPT_CAINFO, caFile), "ca_file") }
         if let credentials = request.credentials {
             _ = CCurl_easy_setopt_long(handle, CURLOPT_HTTPAUTH, CCurl_AUTH_BASIC)

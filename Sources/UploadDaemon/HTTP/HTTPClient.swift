@@ -116,10 +116,14 @@ final class HTTPClient: TaskExecutor, Sendable {
         let executor = asUnownedTaskExecutor()
         var active: [ObjectIdentifier: CurlRequest] = [:]
         var stopping = false
-        var bandwidthLimit: Int64?
-        // Whether the shares of the bandwidth limit must be worked out again (a request came or
-        // went, or the limit changed).
+        // The bandwidth limit all requests share, and the number sending a body, which their
+        // shares of it are worked out from again when it changed (a request came or went).
+        let budget = SendBudget()
         var sharesChanged = false
+        // Whether any request is under a limit (the global one, or its own): then requests held
+        // by them are resumed in turn, from a place that moves each round.
+        var pacing = false
+        var resumeTurn = 0
         var lastIdleCheck = ContinuousClock.now
         while !stopping {
             // Tasks first: what they send is among the commands taken below.
@@ -140,6 +144,7 @@ final class HTTPClient: TaskExecutor, Sendable {
                         finish(request, with: .failure(CancellationError()))
                     } else {
                         active[ObjectIdentifier(request)] = request
+                        request.pace(with: budget)
                         curl_multi_add_handle(multi.pointer, request.handle)
                         sharesChanged = true
                     }
@@ -150,14 +155,15 @@ final class HTTPClient: TaskExecutor, Sendable {
                         sharesChanged = true
                     }
                 case .limit(let rate):
-                    bandwidthLimit = rate
+                    budget.setLimit(rate, at: MonotonicClock.seconds())
                     sharesChanged = true
                 case .stop:
                     stopping = true
                 }
             }
             if sharesChanged {
-                Self.share(bandwidthLimit, among: active.values)
+                budget.senders = active.values.count(where: \.sendsBody)
+                pacing = budget.bucket != nil || active.values.contains { $0.request.maxSendRate != nil }
                 sharesChanged = false
             }
             if stopping { break }
@@ -165,7 +171,10 @@ final class HTTPClient: TaskExecutor, Sendable {
             // flight, the thread sleeps until a command or a task arrives (or a timer libcurl set is
             // due), with no periodic wakeups; else at least once a second, for the stall check below.
             let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
-            let longest: Int32 = jobsWaiting ? 0 : active.isEmpty ? -1 : 1000
+            var longest: Int32 = jobsWaiting ? 0 : active.isEmpty ? -1 : 1000
+            if pacing, longest > 0, let held = Self.secondsUntilHeldMaySend(active.values) {
+                longest = Int32(min(max(held * 1000, 1), Double(longest)).rounded(.up))
+            }
             var running: Int32 = 0
             socketEvents.wait(longest: longest) { socket, bits in
                 curl_multi_socket_action(multi.pointer, socket, bits, &running)
@@ -193,7 +202,14 @@ final class HTTPClient: TaskExecutor, Sendable {
                     sharesChanged = true
                 }
             }
-            if !active.isEmpty {
+            if pacing {
+                let socketEvents = socketEvents
+                let requests = Array(active.values)
+                resumeTurn = (resumeTurn + 1) % max(requests.count, 1)
+                for index in requests.indices {
+                    requests[(index + resumeTurn) % requests.count].resumeReadingIfReady { socketEvents.wake() }
+                }
+            } else if !active.isEmpty {
                 let socketEvents = socketEvents
                 for request in active.values {
                     request.resumeReadingIfReady { socketEvents.wake() }
@@ -213,13 +229,13 @@ final class HTTPClient: TaskExecutor, Sendable {
         stopped.signal()
     }
 
-    /// Gives each request that sends a body an equal share of `limit`, or its own limit if lower.
-    private static func share(_ limit: Int64?, among requests: Dictionary<ObjectIdentifier, CurlRequest>.Values) {
-        let uploading = requests.filter(\.sendsBody)
-        let share = limit.map { max($0 / Int64(max(uploading.count, 1)), 1) }
-        for request in uploading {
-            request.applySendRate([request.request.maxSendRate, share].compactMap { $0 }.min())
-        }
+    /// The soonest a request held by the bandwidth limits may send again, in seconds; nil when
+    /// none is held.
+    private static func secondsUntilHeldMaySend(_ requests: Dictionary<ObjectIdentifier, CurlRequest>.Values)
+        -> Double?
+    {
+        let now = MonotonicClock.seconds()
+        return requests.lazy.compactMap { $0.secondsUntilSendAllowed(at: now) }.min()
     }
 
     /// Takes a request off the multi handle and resumes its task with what `code` means: finished

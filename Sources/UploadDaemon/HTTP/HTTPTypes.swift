@@ -26,6 +26,10 @@ struct HTTPRequest: Sendable {
     var responseTimeout = 300
     /// Bytes per second to send at most; nil is unlimited.
     var maxSendRate: Int64?
+    /// A body sent slower than this (bytes per second) for `minSpeedTime` seconds is too slow
+    /// (`CurlRequest.isTooSlow`); 0 turns the rule off.
+    var minSpeed: Int64 = 0
+    var minSpeedTime = 120
     /// The start of the answer kept for results and error messages.
     var maxResponseBytes = 64 << 10
 

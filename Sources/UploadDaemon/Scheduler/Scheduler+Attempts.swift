@@ -74,7 +74,8 @@ extension Scheduler {
         }
         running[id] = RunningAttempt(
             task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,
-            crashSlot: crashSlot, isSuspect: job.crashes > 0)
+            crashSlot: crashSlot, isSuspect: job.crashes > 0, server: Self.server(of: job.spec.destination),
+            paceMark: (.now, 0))
     }
 
     /// The protocol `auto` chose for an http destination, journaled so later attempts keep it.

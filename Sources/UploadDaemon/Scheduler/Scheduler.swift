@@ -51,6 +51,12 @@ actor Scheduler {
         var crashSlot: RunningJobs.Slot?
         /// Whether the daemon died in an earlier attempt of its job: then it runs alone (`fillSlots`).
         var isSuspect = false
+        /// The server it sends to (`Scheduler.server(of:)`), for the cap on transfers per server.
+        var server: String
+        /// Its bytes on the wire at the start of the window its pace is judged over, and whether
+        /// the last window found it crawling (`Scheduler+Fairness`).
+        var paceMark: (at: ContinuousClock.Instant, bytes: Int64)
+        var isCrawling = false
     }
 
     let dependencies: Dependencies
@@ -434,9 +440,14 @@ actor Scheduler {
     /// it, and it waits for the running ones to end. Should it take the daemon down again, it is
     /// the only suspect, and only it is failed.
     func fillSlots() {
+        // Jobs taken out of the queue that go back to their places, in the order they came out.
         var skipped: [Job] = []
+        // Jobs for a server at its cap, passed over so that jobs for other servers can go first.
+        var passedOver = 0
+        var firstPassedOver = 0
+        var servers = ServerShares(cap: transfersPerServer, running: running.values.lazy.map(\.server))
         let slots = config.transferSlots
-        while !stopping, running.count < slots.mostAtOnce, !isRunningASuspect, let id = ready.popFirst() {
+        filling: while !stopping, running.count < slots.mostAtOnce, !isRunningASuspect, let id = ready.popFirst() {
             guard let job = store.jobs[id], job.state == .queued else { continue }
             if job.needsPreparation {
                 enqueue(job)  // its turn comes once it is prepared
@@ -454,9 +465,31 @@ actor Scheduler {
                 ready.insert(id, at: job.place)  // the queue's order holds: nothing starts ahead of it
                 break
             }
+            if servers.isFull, !servers.mayStart(server(of: job)) {
+                if passedOver == 0 { firstPassedOver = skipped.count }
+                skipped.append(job)
+                passedOver += 1
+                if passedOver >= Self.lookAheadForOtherServers { break filling }
+                continue
+            }
+            servers.started(server(of: job))
             startAttempt(job)
         }
-        for job in skipped where !delayed.contains(job.id) { ready.insert(job.id, at: job.place) }
+        // No job for another server within reach: the cap gives way, to the jobs passed over.
+        if passedOver > 0, ready.isEmpty || passedOver >= Self.lookAheadForOtherServers {
+            var index = firstPassedOver
+            while index < skipped.count, !stopping, !isRunningASuspect, running.count < slots.mostAtOnce,
+                slots.mayStart(bytesLeft: skipped[index].bytesLeft, running: running.values.lazy.map(\.bytesLeft))
+            {
+                if running[skipped[index].id] != nil {
+                    index += 1  // not passed over: its previous attempt is still stopping
+                    continue
+                }
+                startAttempt(skipped.remove(at: index))
+            }
+        }
+        // Backwards: each goes back in front of the one after it, without moving the queue.
+        for job in skipped.reversed() where !delayed.contains(job.id) { ready.insert(job.id, at: job.place) }
         fillPreparationSlots()
         updateTicker()
     }
@@ -637,6 +670,7 @@ actor Scheduler {
     }
 
     private func tick() {
+        judgePaces()
         if dependencies.events.hasSubscribers {
             for id in running.keys {
                 guard let job = store.jobs[id], job.state == .running else { continue }

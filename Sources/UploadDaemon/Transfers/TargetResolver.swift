@@ -61,6 +61,8 @@ struct TargetResolver: Sendable {
         target.chunkSize = spec.chunkSize ?? remote?.chunkSize
         target.resultURLPointer = remote?.resultURLPointer
         target.stallTimeout = config.stallTimeout
+        target.minSpeed = config.minSpeed
+        target.minSpeedTime = config.minSpeedTime
         target.connectTimeout = config.connectTimeout
         target.rateLimit = config.rateLimit
         target.umask = spec.umask.map { mode_t($0) } ?? umask

@@ -57,6 +57,8 @@ struct ResolvedTarget: Sendable, Equatable {
     var chunkSize: Int64?
     var resultURLPointer: String?
     var stallTimeout = 60
+    var minSpeed: Int64 = 0
+    var minSpeedTime = 120
     var connectTimeout = 20
     var rateLimit: Int64?
     /// The umask for what a `file://` copy creates: the adding client's, else the daemon's own.
@@ -86,6 +88,8 @@ struct ResolvedTarget: Sendable, Equatable {
         request.caFile = caFile
         request.http2 = http2
         request.stallTimeout = stallTimeout
+        request.minSpeed = minSpeed
+        request.minSpeedTime = minSpeedTime
         request.connectTimeout = connectTimeout
         request.maxSendRate = rateLimit
         return request

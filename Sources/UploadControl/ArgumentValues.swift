@@ -70,9 +70,10 @@ enum ArgumentValues {
 
     /// `K: V`, as curl's `-H` takes it, by the daemon's own rules (`HeaderSyntax`).
     static func header(_ text: String) throws(UsageError) -> String {
-        guard HeaderSyntax.parse(text) != nil else {
+        guard let header = HeaderSyntax.parse(text) else {
             throw UsageError("--header needs 'Name: value' (a name without spaces, no line breaks), not '\(text)'")
         }
+        if let refusal = HeaderSyntax.refusal(ofName: header.name) { throw UsageError("--header: \(refusal)") }
         return text
     }
 

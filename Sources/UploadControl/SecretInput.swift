@@ -18,8 +18,11 @@ enum SecretInput {
         for (number, line) in lines(text).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            guard HeaderSyntax.parse(line) != nil else {
+            guard let header = HeaderSyntax.parse(line) else {
                 throw UsageError("\(path), line \(number + 1): a header must look like 'Name: value'")
+            }
+            if let refusal = HeaderSyntax.refusal(ofName: header.name) {
+                throw UsageError("\(path), line \(number + 1): \(refusal)")
             }
             headers.append(line)
         }

@@ -27,6 +27,7 @@ public enum JobSpecBuilder {
             guard let header = HeaderSyntax.parse(text) else {
                 throw invalid("header '\(text)' must look like 'Name: value'")
             }
+            if let refusal = HeaderSyntax.refusal(ofName: header.name) { throw invalid(refusal) }
             headers.append(header)
         }
         var fields: [KeyValue] = []

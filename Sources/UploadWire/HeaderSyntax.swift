@@ -11,6 +11,26 @@ public enum HeaderSyntax {
         else { return nil }
         return KeyValue(name: name, value: value)
     }
+
+    /// Why a header of this name cannot be given (the `--header`, `header =` and `job.add` checks),
+    /// or nil when it can. These frame the request or manage the connection, which uploadd and
+    /// libcurl do themselves: a `Content-Length: 0` of the user's sends a body the server does not
+    /// read, a `Host` of theirs sends the credentials to another virtual host.
+    public static func refusal(ofName name: String) -> String? {
+        guard let reason = managedHeaders[name.lowercased()] else { return nil }
+        return "\(name) cannot be set: uploadd \(reason); leave it out"
+    }
+
+    private static let managedHeaders: [String: String] = {
+        let framing = "sets it, as it frames the request's body"
+        let connection = "manages the connection itself"
+        return [
+            "content-length": framing, "transfer-encoding": framing, "te": framing, "trailer": framing,
+            "host": "takes it from the destination URL", "connection": connection, "keep-alive": connection,
+            "proxy-connection": connection, "upgrade": connection,
+            "expect": "decides itself whether to wait for 100 Continue",
+        ]
+    }()
 }
 
 /// `name=value` form fields as users write them.

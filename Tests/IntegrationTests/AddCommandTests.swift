@@ -18,6 +18,34 @@ final class AddCommandTests {
 
     deinit { daemon.stop() }
 
+    /// A `Content-Length: 0` of the user's sent a body the server did not read; `Host` sent the
+    /// credentials to another virtual host. uploadctl refuses them, and so does the daemon for a
+    /// client that skips uploadctl's checks.
+    @Test(arguments: ["Content-Length: 0", "Transfer-Encoding: chunked", "host: other.example", "Expect: 100-continue"])
+    func headersThatFrameTheRequestAreRefusedAtAdd(header: String) throws {
+        let source = files.appendingPathComponent("framing.txt").path
+        try "framing\n".write(toFile: source, atomically: true, encoding: .utf8)
+        let out = files.appendingPathComponent("framing-out").path
+        let result = try daemon.ctl(["add", source, "--to", "file://\(out)/", "--header", header])
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr.contains("cannot be set: uploadd"), "\(result)")
+        let raw = try RawClient(daemon.socket)
+        let params = try JSONSerialization.data(withJSONObject: [
+            "source": source, "destination": "file://\(out)/", "headers": [header],
+        ])
+        raw.send(
+            line:
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"job.add\",\"params\":\(String(decoding: params, as: UTF8.self))}"
+        )
+        let answer = raw.readLine()
+        guard case .line(let bytes) = answer else {
+            Issue.record("no answer: \(answer)")
+            return
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains("\"error\"") && text.contains("cannot be set"), "\(text)")
+    }
+
     /// `add --json --wait` reports the files it could not add, as `add --json` does.
     @Test func jsonWaitReportsTheRefusedFiles() throws {
         let good = files.appendingPathComponent("good.txt").path

@@ -83,6 +83,14 @@ import UploadWire
             "--header needs 'Name: value' (a name without spaces, no line breaks), not 'Bad Name: v'"
         ),
         (
+            ["a", "--to", "x", "--header", "Content-Length: 0"],
+            "--header: Content-Length cannot be set: uploadd sets it, as it frames the request's body; leave it out"
+        ),
+        (
+            ["a", "--to", "x", "--header", "host: other.example"],
+            "--header: host cannot be set: uploadd takes it from the destination URL; leave it out"
+        ),
+        (
             ["a", "--to", "x", "--password-file", "f"],
             "--password-file goes with --user USER (a name without :PASSWORD)"
         ),

@@ -56,6 +56,16 @@ struct SecretInputTests {
         #expect(error?.message == "\(path), line 2: a header must look like 'Name: value'")
     }
 
+    @Test func aFramingHeaderInTheFileIsRefused() throws {
+        let path = try write("framing", "X-Ok: 1\nContent-Length: 0\n", mode: 0o600)
+        let error = #expect(throws: UsageError.self) {
+            try SecretInput.headers(fromFile: path, context: context { _ in })
+        }
+        #expect(
+            error?.message.hasPrefix("\(path), line 2: Content-Length cannot be set") == true,
+            "\(String(describing: error))")
+    }
+
     @Test func aMissingFileIsAUsageError() {
         #expect(throws: UsageError.self) {
             try SecretInput.password(fromFile: "/nonexistent/pw", context: context { _ in })

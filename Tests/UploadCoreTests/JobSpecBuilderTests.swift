@@ -96,6 +96,18 @@ struct JobSpecBuilderTests {
         #expect(failure(params { $0.headers = ["X-Note: a\r\nAuthorization: Bearer stolen"] }) != nil)
     }
 
+    /// Headers that frame the request or manage the connection are uploadd's own: one of the
+    /// user's would send a body the server does not read, or the credentials to another host.
+    @Test(arguments: [
+        "Content-Length: 0", "transfer-encoding: chunked", "HOST: evil.example", "Connection: close", "TE: trailers",
+        "Trailer: X", "Upgrade: h2c", "Keep-Alive: 5", "Proxy-Connection: keep-alive", "Expect: 100-continue",
+    ])
+    func framingHeadersAreRefused(header: String) {
+        let message = failure(params { $0.headers = ["X-Ok: 1", header] })?.message ?? "accepted"
+        let name = String(header.prefix { $0 != ":" })
+        #expect(message.contains("\(name) cannot be set: uploadd"), "\(message)")
+    }
+
     @Test func badFieldIsNamed() {
         #expect(failure(params { $0.fields = ["=v"] })?.message.contains("field '=v'") == true)
     }

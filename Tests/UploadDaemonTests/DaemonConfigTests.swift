@@ -86,6 +86,10 @@ struct DaemonConfigTests {
         ("[remote x]\nurl = https://h/\nheader = no colon here\n", "line 3: [remote x] header"),
         ("[remote x]\nurl = https://h/\nfield = =v\n", "line 3: [remote x] field"),
         (
+            "[remote x]\nurl = https://h/\nheader = Transfer-Encoding: chunked\n",
+            "line 3: [remote x] Transfer-Encoding cannot be set: uploadd sets it"
+        ),
+        (
             "[remote x]\nurl = https://h/\nchunk_size = big\n",
             "line 3: [remote x] chunk_size: 'big' is not a chunk size"
         ),

@@ -316,6 +316,7 @@ struct DaemonConfig: Sendable, Equatable {
                     guard let pair = HeaderSyntax.parse(entry.value) else {
                         throw fail("header must look like 'Name: value'")
                     }
+                    if let refusal = HeaderSyntax.refusal(ofName: pair.name) { throw fail(refusal) }
                     remote.headers.append(pair)
                 case "field":
                     guard let pair = FieldSyntax.parse(entry.value) else {

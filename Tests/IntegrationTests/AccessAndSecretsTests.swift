@@ -394,6 +394,34 @@ final class AccessAndSecretsTests {
         }
     }
 
+    /// Query values that are not on a short list of harmless keys are secrets: `password=`,
+    /// `pass=`, `auth=` were shown by `list` and `show`, sent in events and logged.
+    @Test func queryValuesAreRedactedWhereverDestinationsAreShown() throws {
+        let servers = try TestServers.load()
+        let tag = String(UUID().uuidString.prefix(8))
+        let daemon = try DaemonProcess(name: "access-query", config: "[daemon]\nretry_attempts = 1\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let source = files.appendingPathComponent("query.bin").path
+        try makeRandomFile(at: source, size: 2_000)
+        let secrets = ["QPASSWORD-\(tag)", "QPASS-\(tag)", "QAUTH-\(tag)"]
+        let destination =
+            "\(servers.nginxURL)/dav/query-\(tag)/q.bin?password=\(secrets[0])&pass=\(secrets[1]);auth=\(secrets[2])&partNumber=1"
+        let add = try daemon.ctl(["--json", "add", source, "--to", destination, "--protocol", "put", "--wait"])
+        var outputs = [("add", add.stdout + add.stderr)]
+        for arguments in [["list"], ["--json", "list"], ["show", "1"], ["--json", "show", "1"]] {
+            let result = try daemon.ctl(arguments)
+            outputs.append((arguments.joined(separator: " "), result.stdout + result.stderr))
+        }
+        daemon.stop()
+        outputs.append(("log", (try? String(contentsOfFile: daemon.logPath, encoding: .utf8)) ?? ""))
+        for (name, text) in outputs {
+            #expect(!secrets.contains { text.contains($0) }, "\(name): \(text)")
+        }
+        let shown = outputs.first { $0.0 == "show 1" }?.1 ?? ""
+        #expect(shown.contains("q.bin?password=REDACTED&pass=REDACTED;auth=REDACTED&partNumber=1"), "\(shown)")
+    }
+
     // MARK: Destination names
 
     /// Local file names that are legal but hostile: each must land, under exactly its own name,

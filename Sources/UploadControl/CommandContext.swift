@@ -51,7 +51,9 @@ struct CommandContext {
 
     /// Prints several lines for people in one write.
     func print(lines: [String]) {
-        if !lines.isEmpty { output.standardOutput(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
+        if !lines.isEmpty {
+            output.standardOutput(lines.map { TerminalText.escaped($0) }.joined(separator: "\n") + "\n")
+        }
     }
 
     /// Prints `uploadctl: MESSAGE` on stderr, control characters escaped; a message of several

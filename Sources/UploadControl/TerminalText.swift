@@ -1,44 +1,7 @@
 import CShims
+import UploadWire
 
-/// Text from the daemon, servers and file names made safe to show to people.
-///
-/// A name or a server's error can hold escape sequences that a terminal would obey (retitle the
-/// window, clear the screen, fake a prompt) and line breaks that split a row. Control characters
-/// (C0, DEL, C1) and the bidirectional overrides that reorder what is shown become visible escapes
-/// such as `\n` and `\x1b`, in the manner of `ls` and `git`. `--json` output is not touched: JSON
-/// escapes them itself and programs get the data as it is.
-enum TerminalText {
-    static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
-        var result = ""
-        result.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            guard needsEscape(scalar) else {
-                result.unicodeScalars.append(scalar)
-                continue
-            }
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                let hex = String(scalar.value, radix: 16)
-                result += scalar.value <= 0xFF ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{\(hex)}"
-            }
-        }
-        return result
-    }
-
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00..<0x20, 0x7F..<0xA0: return true
-        // Bidirectional embeddings, overrides and isolates (the "Trojan Source" characters).
-        case 0x202A...0x202E, 0x2066...0x2069: return true
-        default: return false
-        }
-    }
-}
-
+/// uploadctl's part of `TerminalText` (the escaping is in UploadWire, shared with the daemon's log).
 extension TerminalText {
     /// Columns `text` takes on a terminal (a wide character takes two, a combining mark none).
     static func width(_ text: String) -> Int {

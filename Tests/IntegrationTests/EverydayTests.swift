@@ -275,6 +275,25 @@ final class EverydayTests {
         #expect(try daemon.ctl(["status"]).status == 0)
     }
 
+    /// Notification servers read markup in the body (some in the summary too): a name holding
+    /// `<img src=...>` or `<a href=...>` is shown as text, never loaded or made a link.
+    @Test func notificationsShowMarkupAsText() throws {
+        let bus = try BusMock(system: false, session: true)
+        defer { bus.stop() }
+        let daemon = try DaemonProcess(name: "everyday-markup", config: "[daemon]\nnotify = all\n")
+        daemon.extraEnvironment = bus.environment
+        try daemon.start()
+        defer { daemon.stop() }
+        let source = try write("markup/<img src=x>&<b>.jpg")
+        let target = files.appendingPathComponent("markup-<a href=y>").path
+        let id = try daemon.add([source], to: "file://\(target)/")[0]
+        #expect(try daemon.waitFor(id).state == .completed)
+        #expect(eventually(timeout: 15) { (try? bus.notifications())?.count == 1 })
+        let shown = try #require(try bus.notifications().first)
+        #expect(shown.summary == "Uploaded &lt;img src=x&gt;&amp;&lt;b&gt;.jpg", "\(shown)")
+        #expect(shown.body.contains("markup-&lt;a href=y&gt;/") && !shown.body.contains("<"), "\(shown)")
+    }
+
     // MARK: - Passwords
 
     @Test func aPasswordAskedOnTheTerminalIsNotEchoedAndNotInPs() throws {

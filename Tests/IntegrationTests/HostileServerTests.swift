@@ -235,6 +235,14 @@ final class HostileServerTests {
                 "\(arguments): \(output)")
             if arguments[0] == "show" { #expect(output.contains("\\x1b]0;pwned"), "shown escaped: \(output)") }
         }
+        // The daemon's log (a terminal's under `uploadd` run by hand, `tail -f`, `journalctl`) too.
+        daemon.stop()
+        let log = (try? String(contentsOfFile: daemon.logPath, encoding: .utf8)) ?? ""
+        #expect(
+            !log.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B || $0.value == 0x07 },
+            "the log holds the server's escapes raw: \(log.suffix(2000))")
+        #expect(log.contains("\\x1b]0;pwned\\x07\\x1b[2J"), "the log shows them escaped: \(log.suffix(2000))")
+        try daemon.start()
         let json = try daemon.ctl(["--json", "show", "\(ids[0])"])
         #expect(
             json.stdout.contains("\\u001b") || json.stdout.contains("\\u001B"),

@@ -1,4 +1,5 @@
 import Testing
+import UploadWire
 
 @testable import UploadControl
 

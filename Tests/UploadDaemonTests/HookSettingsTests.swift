@@ -82,4 +82,12 @@ struct HookSettingsTests {
         #expect(Scheduler.resolveExecutable("./x", path: "/bin") == "./x")
         #expect(Scheduler.resolveExecutable("no-such-program", path: "/bin") == "no-such-program")
     }
+
+    /// The markup notification servers read in a body is shown as text.
+    @Test func notificationTextIsEscapedForMarkup() {
+        #expect(
+            DesktopNotifier.markupEscaped("a <b>&</b> <img src=\"file:///x\">")
+                == "a &lt;b&gt;&amp;&lt;/b&gt; &lt;img src=\"file:///x\"&gt;")
+        #expect(DesktopNotifier.markupEscaped("plain") == "plain")
+    }
 }

@@ -1,5 +1,6 @@
 import CNcurses
 import Glibc
+import UploadWire
 
 /// The terminal while `top` runs, through ncurses: full screen, keys one at a time, no echo, no
 /// cursor. `end()` gives the terminal back as it was; every way out of `top` calls it.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import UploadWire
 
 /// Syslog priorities, as journald understands them in `<N>` prefixes.
 enum LogLevel: Int, Comparable, Sendable, CaseIterable {
@@ -112,9 +113,10 @@ enum Log {
         let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
         guard level <= limit else { return }
         var bytes = Array((journald ? "<\(level.rawValue)>" : "uploadd: \(label(level))").utf8)
-        // One message, one line: its own line breaks become spaces (bytes, not Foundation's
-        // replacingOccurrences, which showed in the profile of many small uploads).
-        bytes += message().utf8.lazy.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 }
+        // One message, one line: its own line breaks become spaces. A server's words in it (an
+        // error's body, a URL) may hold escape sequences, which the terminal of `tail -f` or
+        // `journalctl` would obey: they are shown escaped, as uploadctl shows them.
+        bytes += TerminalText.escaped(message(), lineBreak: " ").utf8
         bytes.append(UInt8(ascii: "\n"))
         bytes.withUnsafeMutableBytes { _ = Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }

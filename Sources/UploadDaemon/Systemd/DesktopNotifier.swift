@@ -42,13 +42,30 @@ final class DesktopNotifier: Sendable {
                 return
             }
             let sent = CSystemd_notify_desktop(
-                bus, "uploadd", urgency == .critical ? "dialog-error" : "document-send", summary, body,
-                urgency.rawValue,
-                5_000_000)
+                bus, "uploadd", urgency == .critical ? "dialog-error" : "document-send", Self.markupEscaped(summary),
+                Self.markupEscaped(body), urgency.rawValue, 5_000_000)
             if sent < 0 {
                 Log.debug("no notification service (\(String(cString: strerror(-sent)))): not shown: \(summary)")
             }
             done(sent >= 0)
         }
+    }
+
+    /// `text` as plain text in the markup that notification servers read in the body (and some
+    /// in the summary, against the spec): a file name or a server's error holding `<a href=...>`
+    /// or `<img src="file://...">` is shown, never followed or loaded.
+    static func markupEscaped(_ text: String) -> String {
+        guard text.contains(where: { $0 == "&" || $0 == "<" || $0 == ">" }) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 16)
+        for character in text {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            default: result.append(character)
+            }
+        }
+        return result
     }
 }

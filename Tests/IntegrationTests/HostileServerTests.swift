@@ -248,4 +248,48 @@ final class HostileServerTests {
             json.stdout.contains("\\u001b") || json.stdout.contains("\\u001B"),
             "--json keeps the data, escaped by JSON: \(json)")
     }
+
+    // MARK: Issue 47: the server's URL in a hook's environment
+
+    /// UPLOAD_URL is the server's text: a hook that pastes it into a shell line, a chat message or
+    /// a log got line breaks and escape sequences of the server's choosing. It now gets only a
+    /// well-formed http(s) URL, else nothing, and the job's history says why.
+    @Test(arguments: [
+        ("http://127.0.0.1:{other}/files/1", true), ("http://127.0.0.1:{other}/f\nEVIL=1", false),
+        ("http://127.0.0.1:{other}/\u{1b}]0;pwned\u{07}", false), ("javascript:alert(1)", false),
+        ("http://127.0.0.1:{other}/a b", false),
+    ])
+    func aHookGetsOnlyAWellFormedResultURL(template: String, passed: Bool) throws {
+        let server = try HostileServer(mode: "post-foreign-url", options: ["--url", template])
+        let record = try TestPaths.scratch("hook-url")
+        let daemon = try DaemonProcess(
+            name: "hostile-hook-url",
+            config: """
+                [daemon]
+                retry_attempts = 1
+                on_complete = sh -c 'printf %s "$UPLOAD_URL" > "$0/$UPLOAD_ID.url"' \(record.path)
+
+                """)
+        try daemon.start()
+        defer { daemon.stop() }
+        let id = try daemon.add(
+            [try file("hook-url.bin", size: 1_000)], to: "\(server.url)/up/", ["--protocol", "post"])[0]
+        #expect(try daemon.waitFor(id).state == .completed)
+        let path = record.appendingPathComponent("\(id).url").path
+        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: path) })
+        #expect(
+            eventually(timeout: 10) { (try? daemon.job(id))?.history?.contains { $0.message.contains("hook") } == true }
+        )
+        let given = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(none)"
+        let sent = template.replacingOccurrences(of: "{other}", with: "\(server.otherPort)")
+        let history = try daemon.job(id).history ?? []
+        if passed {
+            #expect(given == sent)
+        } else {
+            #expect(given == "", "UPLOAD_URL was \(given.debugDescription)")
+            #expect(
+                history.contains { $0.message.hasPrefix("UPLOAD_URL was left empty: the server's URL") },
+                "\(history.map(\.message))")
+        }
+    }
 }

@@ -83,6 +83,18 @@ struct HookSettingsTests {
         #expect(Scheduler.resolveExecutable("no-such-program", path: "/bin") == "no-such-program")
     }
 
+    @Test(arguments: [
+        ("https://files.example/a%20b.jpg?x=1#f", nil), ("HTTP://[::1]:8080/x", nil),
+        ("http://h/a\nEVIL=1", "it holds control characters"), ("http://h/\u{1b}[2J", "it holds control characters"),
+        ("http://h/\u{9b}31m", "it holds control characters"), ("file:///etc/passwd", "it is not an http or https URL"),
+        ("javascript:alert(1)", "it is not an http or https URL"),
+        ("http://h/a b", "it holds a space, which a URL cannot"),
+        ("http://h/\u{202e}gpj.exe", "it holds U+202E, which a URL cannot"), ("http:///x", "it names no host"),
+    ])
+    func aHookGetsOnlyAWellFormedHTTPURL(url: String, refusal: String?) {
+        #expect(HookURL.refusal(of: url) == refusal)
+    }
+
     /// The markup notification servers read in a body is shown as text.
     @Test func notificationTextIsEscapedForMarkup() {
         #expect(

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A hook's command line: a program and its arguments, run without a shell.
 ///
 /// Written as a shell would split it (`notify-send 'Upload done'`), but nothing is expanded:
@@ -59,4 +61,31 @@ struct HookSettings: Sendable, Equatable {
 /// `notify =`: which job endings show a desktop notification.
 enum NotifyPolicy: String, Sendable, Equatable {
     case failures, all, none
+}
+
+/// `UPLOAD_URL`: the URL the server named for the uploaded file, which is the server's text. A
+/// hook may paste it into a shell command, a chat message or a log line, so it gets only a
+/// well-formed http(s) URL: no line breaks or escape sequences, nothing a URL cannot hold.
+enum HookURL {
+    /// Why `url` is not given to a hook, or nil when it is.
+    static func refusal(of url: String) -> String? {
+        let lowercased = url.lowercased()
+        guard lowercased.hasPrefix("http://") || lowercased.hasPrefix("https://") else {
+            return "it is not an http or https URL"
+        }
+        if url.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) }) {
+            return "it holds control characters"
+        }
+        if let bad = url.unicodeScalars.first(where: { !isURLCharacter($0) }) {
+            return
+                "it holds \(bad.value == 0x20 ? "a space" : "U+\(String(bad.value, radix: 16, uppercase: true))"), which a URL cannot"
+        }
+        guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return "it names no host" }
+        return nil
+    }
+
+    /// What RFC 3986 allows in a URL: printable ASCII but for space and `"<>\^`{|}`.
+    private static func isURLCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        (0x21...0x7E).contains(scalar.value) && !"\"<>\\^`{|}".unicodeScalars.contains(scalar)
+    }
 }

@@ -64,7 +64,8 @@ extension Scheduler {
             }
             CrashPoint.hookDue.reached()
             hooksRunning += 1
-            let process = hookProcess(command, for: job)
+            let (url, urlRefusal) = Self.hookURL(of: job)
+            let process = hookProcess(command, for: job, url: url)
             let name = job.state == .completed ? "on_complete" : "on_failure"
             Task {
                 let outcome: Result<HelperProcess.Outcome, any Error>
@@ -75,13 +76,14 @@ extension Scheduler {
                 } catch {
                     outcome = .failure(error)
                 }
-                await self.hookEnded(id, name: name, command: command, outcome: outcome)
+                await self.hookEnded(id, name: name, command: command, outcome: outcome, urlRefusal: urlRefusal)
             }
         }
     }
 
     private func hookEnded(
-        _ id: JobID, name: String, command: HookCommand, outcome: Result<HelperProcess.Outcome, any Error>
+        _ id: JobID, name: String, command: HookCommand, outcome: Result<HelperProcess.Outcome, any Error>,
+        urlRefusal: String?
     ) async {
         hooksRunning -= 1
         hooksQueued.remove(id)
@@ -107,6 +109,7 @@ extension Scheduler {
         Log.job(level, JobLogContext(job), summary)
         guard !stopping else { return }  // the daemon's stop killed it: it runs again at the next start
         job.hookPending = false
+        if let urlRefusal { job.record(urlRefusal, at: dependencies.now()) }
         job.record(String(summary.prefix(300)), at: dependencies.now())
         do {
             // Durable: a hook that ran must not run again after a crash.
@@ -124,7 +127,7 @@ extension Scheduler {
 
     /// The hook as a process: no shell, the job in `UPLOAD_*` variables, the session's bus and
     /// display passed on (for notify-send), and killed with its process group at the timeout.
-    private func hookProcess(_ command: HookCommand, for job: Job) -> HelperProcess {
+    private func hookProcess(_ command: HookCommand, for job: Job, url: String) -> HelperProcess {
         let environment = dependencies.environment
         var variables = [
             "PATH", "HOME", "USER", "LOGNAME", "LANG", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS",
@@ -134,7 +137,7 @@ extension Scheduler {
         let upload: [(String, String)] = [
             ("UPLOAD_ID", job.id.description), ("UPLOAD_SOURCE", job.spec.source),
             ("UPLOAD_DESTINATION", Redaction.redactURL(job.spec.destination)),
-            ("UPLOAD_URL", job.result?.url ?? ""), ("UPLOAD_STATE", job.state.rawValue),
+            ("UPLOAD_URL", url), ("UPLOAD_STATE", job.state.rawValue),
             ("UPLOAD_ERROR", job.error?.message ?? ""), ("UPLOAD_BATCH", job.spec.batch?.description ?? ""),
             ("UPLOAD_CLIENT_TOKEN", job.spec.clientToken ?? ""),
             ("UPLOAD_METADATA", Self.metadataJSON(job.spec.metadata)),
@@ -147,6 +150,17 @@ extension Scheduler {
         process.environment = variables
         process.timeout = config.hooks.timeout
         return process
+    }
+
+    /// `UPLOAD_URL` (empty when the server named none), and, when the server's URL is not
+    /// given to the hook, why, for the job's history. A file:// job's URL is uploadd's own, made
+    /// from the destination and the file's name, as UPLOAD_DESTINATION and UPLOAD_SOURCE are.
+    static func hookURL(of job: Job) -> (url: String, refusal: String?) {
+        guard let url = job.result?.url, !url.isEmpty else { return ("", nil) }
+        if job.effectiveProtocol == .file { return (url, nil) }
+        guard let refusal = HookURL.refusal(of: url) else { return (url, nil) }
+        let why = "UPLOAD_URL was left empty: the server's URL for the file is not a well-formed http(s) URL"
+        return ("", "\(why) (\(refusal))")
     }
 
     /// The job's metadata as a JSON object (`{}` when none), for `UPLOAD_METADATA`.

@@ -85,6 +85,41 @@ final class AccessAndSecretsTests {
         #expect(try daemon.ctl(["status"]).status == 0, "the owner is still served")
     }
 
+    /// A local user connecting in a loop got a warning line per connection: a journal filled, and
+    /// the daemon's own lines pushed past journald's rate limit. Now the first few are logged.
+    @Test(.enabled(if: geteuid() == 0, "needs root to run a client as another uid (setpriv --reuid=nobody)"))
+    func refusedClientsGetAFewLogLinesNotOneEach() throws {
+        let daemon = try DaemonProcess(name: "access-refusals")
+        try daemon.start()
+        defer { daemon.stop() }
+        let runDirectory = (daemon.socket as NSString).deletingLastPathComponent
+        chmod(daemon.root.path, 0o755)
+        chmod(runDirectory, 0o777)
+        chmod(daemon.socket, 0o777)
+        let script = """
+            import socket, sys
+            refused = 0
+            for _ in range(40):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.settimeout(10)
+                refused += b"permission denied" in s.recv(65536)
+                s.close()
+            print("REFUSED", refused)
+            """
+        let run = try Command.run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3", "-c", script,
+                daemon.socket,
+            ],
+            timeout: 60)
+        #expect(run.stdout.contains("REFUSED 40"), "every connection is refused: \(run)")
+        #expect(try daemon.ctl(["status"]).status == 0, "the owner is still served")
+        let lines = daemon.logLines(containing: "refused a client of uid 65534")
+        #expect(lines.count == 5, "\(lines.count) lines for 40 refusals:\n\(lines.joined(separator: "\n"))")
+    }
+
     @Test func theDaemonsFilesAndDirectoriesArePrivate() throws {
         let daemon = try DaemonProcess(
             name: "access-modes", config: "[daemon]\nretry_base_delay = 600000\nretry_attempts = 5\nretry_for = 0\n")

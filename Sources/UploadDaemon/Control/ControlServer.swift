@@ -26,6 +26,7 @@ final class ControlServer: @unchecked Sendable {
     private static let listenerToken: UInt64 = 0
     /// Said once per shortage of descriptors, not at every retry.
     private var reportedDescriptorShortage = false
+    private var refusalLog = RefusalLogThrottle()
 
     init(listenFD: Int32, handler: ControlHandler, budget: ControlBudget) {
         self.listenFD = listenFD
@@ -96,8 +97,7 @@ final class ControlServer: @unchecked Sendable {
             var uid: uid_t = 0
             var gid: gid_t = 0
             guard CShims_peer_credentials(fd, &pid, &uid, &gid) == 0, uid == getuid() else {
-                Log.warning(
-                    "control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
+                logRefusal(uid: uid, pid: pid)
                 refuse(
                     fd,
                     RPCError(code: RPCError.deniedCode, message: "permission denied: uploadd serves only its own user"))
@@ -128,6 +128,24 @@ final class ControlServer: @unchecked Sendable {
         var bytes = ControlHandler.answerLine(RPCResponse(id: .null, error: error))
         _ = bytes.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
+    }
+
+    /// Logs a client refused for its uid, or counts it once more have been (`RefusalLogThrottle`).
+    private func logRefusal(uid: uid_t, pid: pid_t) {
+        let (log, startTimer) = refusalLog.refused("\(uid) (pid \(pid))")
+        if log {
+            Log.warning("control socket: refused a client of uid \(uid) (pid \(pid)): only uid \(getuid()) is served")
+        }
+        if startTimer { countRefusalsInAMinute() }
+    }
+
+    private func countRefusalsInAMinute() {
+        queue.asyncAfter(deadline: .now() + RefusalLogThrottle.interval) { [weak self] in
+            guard let self, !stopped else { return }
+            let (line, again) = refusalLog.minutePassed()
+            if let line { Log.warning(line) }
+            if again { countRefusalsInAMinute() }
+        }
     }
 
     private func refuseOverLimit(_ fd: Int32) {

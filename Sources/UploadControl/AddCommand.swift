@@ -96,6 +96,8 @@ struct AddCommand: ControlCommand {
     /// `-`: more paths come from stdin; `-0`: NUL-separated.
     var readsStandardInput: Bool
     var nulSeparated: Bool
+    /// `--user NAME:PASSWORD`, a credential in `--header` or in `--to`, as typed.
+    let secretsOnCommandLine: [CommandLineSecret]
 
     init(parsed: ParsedArguments) throws(UsageError) {
         readsStandardInput = parsed.positionals.contains("-")
@@ -150,6 +152,10 @@ struct AddCommand: ControlCommand {
         }
         image = parsed.value("--image")
         wait = parsed.contains("--wait")
+        secretsOnCommandLine =
+            parsed.values("--user").compactMap(CommandLineSecret.user)
+            + parsed.values("--header").compactMap(CommandLineSecret.header)
+            + parsed.values("--to").compactMap(CommandLineSecret.destination)
     }
 
     /// The `job.add` params, one per path, with relative paths made absolute against `workingDirectory`.

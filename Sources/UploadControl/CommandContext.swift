@@ -9,12 +9,14 @@ struct OutputStreams {
     var standardError: (String) -> Void
     /// Whether standard output is a terminal (tests capture output: it is not).
     var isTerminal = false
+    /// Hides secrets from what `ps` shows of the command line (tests keep them).
+    var hideArguments: ([CommandLineSecret]) -> Void = { _ in }
 
-    /// The process's stdout and stderr.
+    /// The process's stdout and stderr, and its arguments.
     static var process: OutputStreams {
         OutputStreams(
             standardOutput: { writeAll($0, to: STDOUT_FILENO) }, standardError: { writeAll($0, to: STDERR_FILENO) },
-            isTerminal: isatty(STDOUT_FILENO) == 1)
+            isTerminal: isatty(STDOUT_FILENO) == 1, hideArguments: ProcessArguments.hide)
     }
 
     /// Writes without buffering, so `watch` lines reach a pipe as they happen.

@@ -19,10 +19,15 @@ protocol ControlCommand: Sendable {
 
     /// Talks to the daemon and prints the outcome.
     func run(_ context: CommandContext) throws -> ExitCode
+
+    /// Secrets given on the command line, hidden from `ps` before the command runs.
+    var secretsOnCommandLine: [CommandLineSecret] { get }
 }
 
 extension ControlCommand {
     static var details: String { "" }
+
+    var secretsOnCommandLine: [CommandLineSecret] { [] }
 
     /// Parses the command's own arguments (no global options), as the tests do.
     init(arguments: [String]) throws(UsageError) {

@@ -37,6 +37,9 @@ public enum UploadControlMain {
                 socketPath: SocketLocation.resolve(option: globals.socketPath, environment: environment),
                 json: globals.json, workingDirectory: workingDirectory, output: output,
                 terminalWidth: output.isTerminal ? Self.terminalWidth(environment: environment) : nil)
+            let secrets = command.secretsOnCommandLine
+            if !secrets.isEmpty { output.hideArguments(secrets) }
+            if secrets.contains(where: \.warns) { context.printError(CommandLineSecret.warning) }
             do {
                 return try command.run(context)
             } catch let error as ControlClientError {

@@ -686,4 +686,60 @@ final class AccessAndSecretsTests {
         #expect(status.contains("readable by others (mode 644) and has header lines"), "\(status)")
         #expect(status.contains("[remote r]: \(loose) is readable by others (mode 644)"), "\(status)")
     }
+
+    /// `add --wait` runs for as long as its uploads do, and every user's `ps` showed its
+    /// `--user NAME:PASSWORD`, `--header 'Authorization: ...'` and `https://user:pw@` all along.
+    /// uploadctl now writes over them once parsed, and says how to keep them off the command line.
+    @Test func secretsOnTheCommandLineLeaveWhatPsShowsAndAreWarnedAbout() throws {
+        let server = try HostileServer(mode: "trickle")
+        let daemon = try DaemonProcess(name: "access-argv")
+        try daemon.start()
+        defer { daemon.stop() }
+        let tag = String(UUID().uuidString.prefix(8))
+        let source = files.appendingPathComponent("argv.bin").path
+        try makeRandomFile(at: source, size: 10_000)
+        let withPassword = server.url.replacingOccurrences(of: "://", with: "://u:URLPW-\(tag)@")
+        var seen: Set<JobID> = []
+        for (secret, arguments) in [
+            ("USERPW-\(tag)", ["--to", "\(server.url)/a/", "--user", "bob:USERPW-\(tag)"]),
+            ("BEARER-\(tag)", ["--to", "\(server.url)/b/", "--header=Authorization: Bearer BEARER-\(tag)"]),
+            ("URLPW-\(tag)", ["--to", "\(withPassword)/c/"]),
+        ] {
+            let out = files.appendingPathComponent("argv-\(UUID().uuidString.prefix(6))").path
+            _ = FileManager.default.createFile(atPath: out, contents: nil)
+            let process = ChildProcess()
+            process.executableURL = URL(fileURLWithPath: uploadctl)
+            process.arguments = ["--socket", daemon.socket, "add", source, "--protocol", "put", "--wait"] + arguments
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            defer {
+                // SIGKILL: a child spawned from a test thread inherits its blocked signals.
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            // The upload hangs on the trickling answer: uploadctl waits, its arguments in /proc.
+            let waiting = eventually(timeout: 10) {
+                (try? daemon.ctlJSON(JobList.self, ["list", "--state", "running"]))?.jobs.contains {
+                    !seen.contains($0.id)
+                } == true
+            }
+            #expect(waiting, "no upload ran: \(String(describing: try? String(contentsOfFile: out, encoding: .utf8)))")
+            let cmdline = String(
+                decoding: (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/cmdline")))
+                    ?? Data(), as: UTF8.self)
+            let shown = cmdline.replacingOccurrences(of: "\0", with: " ")
+            #expect(cmdline.contains("--wait"), "\(shown)")
+            #expect(!cmdline.contains(secret), "ps shows the secret: \(shown)")
+            let said = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            #expect(
+                said.split(separator: "\n").filter { $0.contains("warning: a password or token on the command line") }
+                    .count == 1, "\(said)")
+            for id in try daemon.ctlJSON(JobList.self, ["list"]).jobs.map(\.id) where !seen.contains(id) {
+                seen.insert(id)
+                _ = try daemon.ctl(["cancel", "\(id)"])
+            }
+        }
+    }
 }

@@ -96,7 +96,7 @@ final class OpenDirectory: Sendable {
                     guard info.st_mode & S_IFMT == S_IFLNK else {
                         throw Refusal(path: here, reason: "it is not a folder")
                     }
-                    guard isTrusted(owner: info.st_uid) else {
+                    guard TrustedPath.isTrusted(owner: info.st_uid) else {
                         throw Refusal(
                             path: here,
                             reason:
@@ -145,13 +145,10 @@ final class OpenDirectory: Sendable {
 
     private static func display(_ walked: [String]) -> String { "/" + walked.joined(separator: "/") }
 
-    /// The user and root: whose symlinks are followed and whose folders are entered.
-    private static func isTrusted(owner: uid_t) -> Bool { owner == getuid() || owner == 0 }
-
     private static func requireOwnFolder(_ pathDescriptor: Int32, path: String) throws {
         var info = stat()
         try syscall("stat", path: path) { fstat(pathDescriptor, &info) }
-        guard isTrusted(owner: info.st_uid) else {
+        guard TrustedPath.isTrusted(owner: info.st_uid) else {
             throw Refusal(
                 path: path,
                 reason:

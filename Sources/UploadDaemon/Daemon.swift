@@ -130,7 +130,7 @@ final class Daemon: Sendable {
             )
         }
         try crashMarker.install()
-        let config = try DaemonConfig.load(path: options.configPath)
+        let config = try DaemonConfig.load(path: options.configPath, environment: environment)
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
 
         let replayStart = Date()
@@ -261,7 +261,7 @@ final class Daemon: Sendable {
         notifier.reloading()
         let config: DaemonConfig
         do {
-            config = try DaemonConfig.load(path: options.configPath)
+            config = try DaemonConfig.load(path: options.configPath, environment: environment)
         } catch {
             let errors = error.message.split(separator: "\n").map(String.init)
             configReport.refused(errors: errors)

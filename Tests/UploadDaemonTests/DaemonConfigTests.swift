@@ -166,6 +166,102 @@ struct DaemonConfigTests {
         #expect(try DaemonConfig.load(path: path).maxTransfers == 7)
     }
 
+    // MARK: Files others can write (issue 47, item 2)
+
+    /// The lines of `load`'s error, without the file's name before each.
+    func loadProblems(_ path: String, environment: [String: String] = ["PATH": "/usr/bin:/bin"]) -> [String] {
+        let error = #expect(throws: DaemonConfig.LoadError.self) {
+            try DaemonConfig.load(path: path, environment: environment)
+        }
+        return error?.message.split(separator: "\n").map(String.init) ?? []
+    }
+
+    @Test func aConfigFileOthersCanWriteIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let real = directory.path.replacingOccurrences(of: "//", with: "/")
+        let path = real + "/uploadd.conf"
+        try directory.write("uploadd.conf", "[daemon]\ntransfers = 7\n")
+        chmod(path, 0o666)
+        let error = #expect(throws: DaemonConfig.LoadError.self) { try DaemonConfig.load(path: path) }
+        #expect(
+            error?.description
+                == "\(path): refusing the config file \(path): its group and others can write to it (mode 666); chmod go-w \(path)"
+        )
+        chmod(path, 0o644)
+        #expect(try DaemonConfig.load(path: path).maxTransfers == 7)
+    }
+
+    @Test func aHookProgramOthersCanWriteIsRefusedWhereverItIsFound() throws {
+        let directory = try TemporaryDirectory()
+        let real = directory.path.replacingOccurrences(of: "//", with: "/")
+        let bin = real + "/bin"
+        let program = real + "/bin/index-photos"
+        try directory.write("bin/index-photos", "#!/bin/sh\n")
+        chmod(program, 0o757)
+        let path = real + "/uploadd.conf"
+        try directory.write(
+            "uploadd.conf",
+            """
+            [daemon]
+            on_complete = sh -c 'true'
+            on_failure = index-photos --failed
+            [remote nas]
+            url = file:///tmp/
+            on_complete = \(program) "with args"
+            on_failure = no-such-program
+            """)
+        // Found on PATH as the hook runner finds it; a program that is nowhere is not refused here.
+        let problems = loadProblems(path, environment: ["PATH": "\(bin):/usr/bin:/bin"])
+        #expect(
+            problems == [
+                "refusing the [daemon] on_failure program \(program): others can write to it (mode 757); chmod o-w \(program)",
+                "refusing the [remote nas] on_complete program \(program): others can write to it (mode 757); chmod o-w \(program)",
+            ])
+        chmod(program, 0o755)
+        #expect(throws: Never.self) { try DaemonConfig.load(path: path, environment: ["PATH": bin]) }
+    }
+
+    @Test func secretAndCAFilesOthersCanWriteAreRefusedAndOnesTheyCanReadWarned() throws {
+        let directory = try TemporaryDirectory()
+        let real = directory.path.replacingOccurrences(of: "//", with: "/")
+        let password = real + "/password"
+        try directory.write("password", "pw\n")
+        let key = real + "/key"
+        try directory.write("key", "secret\n")
+        let ca = real + "/ca.pem"
+        try directory.write("ca.pem", "-----BEGIN CERTIFICATE-----\n")
+        chmod(password, 0o660)
+        chmod(key, 0o646)
+        chmod(ca, 0o664)
+        let path = real + "/uploadd.conf"
+        try directory.write(
+            "uploadd.conf",
+            """
+            [remote nas]
+            url = https://nas.example/dav/
+            user = me
+            password_file = \(password)
+            ca_file = \(ca)
+            [remote s3]
+            url = s3://bucket/
+            access_key_id = AKIA
+            secret_access_key_file = \(key)
+            """)
+        #expect(
+            loadProblems(path) == [
+                "refusing the [remote nas] password_file \(password): its group can write to it (mode 660); chmod g-w \(password)",
+                "refusing the [remote nas] ca_file \(ca): its group can write to it (mode 664); chmod g-w \(ca)",
+                "refusing the [remote s3] secret_access_key_file \(key): others can write to it (mode 646); chmod o-w \(key)",
+            ])
+        // Readable by others stays a warning, as before.
+        for file in [password, key, ca] { chmod(file, 0o644) }
+        let config = try DaemonConfig.load(path: path)
+        #expect(
+            config.warnings.contains(
+                "[remote nas]: \(password) is readable by others (mode 644); chmod 600 \(password)"))
+        #expect(config.warnings.contains("[remote s3]: \(key) is readable by others (mode 644); chmod 600 \(key)"))
+    }
+
     @Test func aMissingFileIsTheDefaultConfig() throws {
         let directory = try TemporaryDirectory()
         #expect(try DaemonConfig.load(path: directory.path + "/absent.conf") == DaemonConfig())

@@ -78,9 +78,12 @@ struct HookSettingsTests {
     }
 
     @Test func hooksFindTheirProgramOnPath() {
-        #expect(Scheduler.resolveExecutable("sh", path: "/nonexistent:/bin") == "/bin/sh")
-        #expect(Scheduler.resolveExecutable("./x", path: "/bin") == "./x")
-        #expect(Scheduler.resolveExecutable("no-such-program", path: "/bin") == "no-such-program")
+        func resolved(_ line: String, _ path: String) -> String? {
+            HookCommand(parsing: line)?.executable(searchPath: path)
+        }
+        #expect(resolved("sh -c 'true'", "/nonexistent:/bin") == "/bin/sh")
+        #expect(resolved("./x", "/bin") == "./x")
+        #expect(resolved("no-such-program", "/bin") == "no-such-program")
     }
 
     @Test(arguments: [

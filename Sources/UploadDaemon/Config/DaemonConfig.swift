@@ -50,6 +50,13 @@ struct RemoteConfig: Sendable, Equatable {
     /// Hooks for this remote's jobs, in place of `[daemon]`'s.
     var onComplete: HookCommand?
     var onFailure: HookCommand?
+
+    /// The files of secrets it names, by key (`~` not yet expanded).
+    var secretFiles: [(key: String, path: String)] {
+        [("password_file", passwordFile), ("secret_access_key_file", secretAccessKeyFile)].compactMap { key, path in
+            path.map { (key, $0) }
+        }
+    }
 }
 
 /// The daemon's settings: `[daemon]` and the `[remote NAME]` sections of uploadd.conf.
@@ -108,23 +115,61 @@ struct DaemonConfig: Sendable, Equatable {
         }
     }
 
-    /// Reads the config file; a missing file is the default config.
-    static func load(path: String) throws(LoadError) -> DaemonConfig {
-        guard FileManager.default.fileExists(atPath: path) else { return DaemonConfig() }
+    /// Reads the config file; a missing file is the default config. The file, its folders, the
+    /// hooks' programs (found on `environment`'s PATH, as they are run) and the files it names must
+    /// be safe from other users (`TrustedPath`): what others could write, they could make uploadd
+    /// run as the user.
+    static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(LoadError) -> DaemonConfig
+    {
         let text: String
         do {
+            guard try TrustedPath.check(path, what: "the config file") else { return DaemonConfig() }
             text = String(decoding: try FileOps.readFile(path), as: UTF8.self)
         } catch {
             throw LoadError(path: path, message: "\(error)")
         }
         do {
             var config = try parse(text)
+            let untrusted = config.untrustedFiles(searchPath: environment["PATH"])
+            guard untrusted.isEmpty else { throw LoadError(path: path, message: untrusted.joined(separator: "\n")) }
             config.warnings += config.looseSecretWarnings(configPath: path)
             return config
         } catch let error as LoadError {
             throw LoadError(path: path, message: error.message)
         } catch {
             throw LoadError(path: path, message: "\(error)")
+        }
+    }
+
+    /// The files the config makes uploadd run or believe that others could have written, one
+    /// refusal each: the hooks' programs, the password and key files (read again, and checked
+    /// again, by each job) and the CA bundles (whoever writes one can read what is sent over TLS).
+    /// A file that does not exist yet is not refused here; a job that needs it finds it missing.
+    func untrustedFiles(searchPath: String?) -> [String] {
+        var files: [(path: String, what: String)] = []
+        func hooks(_ section: String, _ onComplete: HookCommand?, _ onFailure: HookCommand?) {
+            for (key, command) in [("on_complete", onComplete), ("on_failure", onFailure)] {
+                guard let command else { continue }
+                files.append((command.executable(searchPath: searchPath), "the \(section) \(key) program"))
+            }
+        }
+        hooks("[daemon]", self.hooks.onComplete, self.hooks.onFailure)
+        for remote in remotes.values.sorted(by: { $0.name < $1.name }) {
+            let section = "[remote \(remote.name)]"
+            hooks(section, remote.onComplete, remote.onFailure)
+            for (key, file) in remote.secretFiles {
+                files.append(((file as NSString).expandingTildeInPath, "the \(section) \(key)"))
+            }
+            if let caFile = remote.caFile { files.append((caFile, "the \(section) ca_file")) }
+        }
+        return files.compactMap { file -> String? in
+            do {
+                _ = try TrustedPath.check(file.path, what: file.what)
+                return nil
+            } catch {
+                return "\(error)"
+            }
         }
     }
 
@@ -198,7 +243,7 @@ struct DaemonConfig: Sendable, Equatable {
             )
         }
         for remote in remotes.values.sorted(by: { $0.name < $1.name }) {
-            for file in [remote.passwordFile, remote.secretAccessKeyFile].compactMap({ $0 }) {
+            for (_, file) in remote.secretFiles {
                 if let mode = looseMode(file) {
                     warnings.append(
                         "[remote \(remote.name)]: \(file) is readable by others (mode \(mode)); chmod 600 \(file)")

@@ -77,14 +77,21 @@ enum ControlSocket {
                         "\(parent) does not exist; create it, or choose another --socket (without XDG_RUNTIME_DIR the default is \(SocketLocation.fallbackDirectory())/\(SocketLocation.fileName))"
                 )
             }
-            if mkdir(directory, 0o700) == 0 { return }
-            guard errno == EEXIST else { throw SystemError("create directory", path: directory) }
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw SystemError("create directory", path: directory)
+            }
         }
         if let problem = SocketLocation.problem(withFolder: directory) {
             throw SetupError(
                 message:
                     "refusing to put the control socket in \(directory): \(problem); remove it (another user may have made it to catch your commands), or choose another --socket"
             )
+        }
+        // And the folders above it: whoever could rename one could put a folder of theirs in its place.
+        do {
+            _ = try TrustedPath.check(directory, what: "the control socket's folder")
+        } catch {
+            throw SetupError(message: "\(error), or choose another --socket")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A hook's command line: a program and its arguments, run without a shell.
 ///
@@ -48,6 +49,22 @@ struct HookCommand: Sendable, Equatable, CustomStringConvertible {
     }
 
     var description: String { arguments.joined(separator: " ") }
+
+    /// The program as execve needs it: a path as given, else the first executable of that name on
+    /// `searchPath` (PATH). One resolution for the check at load and the run, so that the file
+    /// checked is the file run.
+    func executable(searchPath: String?) -> String {
+        let name = arguments[0]
+        guard !name.contains("/") else { return name }
+        for folder in (searchPath ?? Self.defaultSearchPath).split(separator: ":") where !folder.isEmpty {
+            let candidate = "\(folder)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return name  // execve fails, and the error names it
+    }
+
+    /// The PATH hooks get when the daemon has none.
+    static let defaultSearchPath = "/usr/local/bin:/usr/bin:/bin"
 }
 
 /// `on_complete`, `on_failure` and `hook_timeout` of `[daemon]`.

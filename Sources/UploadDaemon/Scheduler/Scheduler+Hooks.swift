@@ -70,6 +70,7 @@ extension Scheduler {
             Task {
                 let outcome: Result<HelperProcess.Outcome, any Error>
                 do {
+                    try Self.checkProgram(process.executable, hook: name)
                     let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
                     defer { if devNull >= 0 { close(devNull) } }
                     outcome = .success(try await process.run(input: devNull, output: nil))
@@ -119,6 +120,15 @@ extension Scheduler {
         }
     }
 
+    /// Checked again right before each run, not only when the config was loaded: the program, or a
+    /// folder above it, may have been opened to others since. A program that is missing now is not
+    /// run either, since whoever creates it first could be anyone where others may create files.
+    private static func checkProgram(_ executable: String, hook name: String) throws {
+        guard try TrustedPath.check(executable, what: "the \(name) program") else {
+            throw HelperProcess.Failure.couldNotStart("\(executable) does not exist")
+        }
+    }
+
     /// ": its output", on one line, or nothing when it printed nothing.
     private static func outputSuffix(_ output: String) -> String {
         let line = output.split(whereSeparator: \.isNewline).joined(separator: " / ")
@@ -133,7 +143,7 @@ extension Scheduler {
             "PATH", "HOME", "USER", "LOGNAME", "LANG", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS",
             "DISPLAY", "WAYLAND_DISPLAY",
         ].compactMap { name in environment[name].map { "\(name)=\($0)" } }
-        if environment["PATH"] == nil { variables.append("PATH=/usr/local/bin:/usr/bin:/bin") }
+        if environment["PATH"] == nil { variables.append("PATH=\(HookCommand.defaultSearchPath)") }
         let upload: [(String, String)] = [
             ("UPLOAD_ID", job.id.description), ("UPLOAD_SOURCE", job.spec.source),
             ("UPLOAD_DESTINATION", Redaction.redactURL(job.spec.destination)),
@@ -145,7 +155,7 @@ extension Scheduler {
         // NUL cannot travel in an environment; nothing a user names contains one, but be sure.
         variables += upload.map { "\($0.0)=\($0.1.replacingOccurrences(of: "\0", with: ""))" }
         var process = HelperProcess(
-            executable: Self.resolveExecutable(command.arguments[0], path: environment["PATH"]),
+            executable: command.executable(searchPath: environment["PATH"]),
             arguments: Array(command.arguments.dropFirst()))
         process.environment = variables
         process.timeout = config.hooks.timeout
@@ -167,15 +177,5 @@ extension Scheduler {
     static func metadataJSON(_ metadata: [String: String]?) -> String {
         guard let metadata, let data = try? JSONCoding.encoder.encode(metadata) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// `name` as execve needs it: a path as given, else the first executable of that name on PATH.
-    static func resolveExecutable(_ name: String, path: String?) -> String {
-        guard !name.contains("/") else { return name }
-        for folder in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") where !folder.isEmpty {
-            let candidate = "\(folder)/\(name)"
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return name  // execve fails, and the error names it
     }
 }

@@ -32,9 +32,11 @@ enum FileOps {
     }
 
     /// Makes `path` (and missing parents, 0700) and checks that it is a folder only we can change:
-    /// ours, not a symlink, not writable by group or others. Files in it are then safe from other
-    /// users: nobody else can plant a symlink or swap a file there. `what` and `fix` name it in the
-    /// refusal ("the state directory", "--state-dir").
+    /// ours, not a symlink, not writable by group or others, and so is every folder above it up to
+    /// `/` (`TrustedPath`: the user's or root's, and not writable by others unless sticky, as /tmp
+    /// is). Files in it are then safe from other users: nobody else can plant a symlink or swap a
+    /// file there, nor swap the folder itself by renaming one above it. `what` and `option` name it
+    /// in the refusal ("the state directory", "--state-dir").
     static func preparePrivateDirectory(_ path: String, what: String, option: String) throws {
         try makeDirectory(path)
         var info = stat()
@@ -53,6 +55,11 @@ enum FileOps {
         guard info.st_mode & 0o022 == 0 else {
             let mode = String(info.st_mode & 0o7777, radix: 8)
             throw refuse("others can write to it (mode \(mode))", "run chmod go-w \(path)")
+        }
+        do {
+            _ = try TrustedPath.check(path, what: what)
+        } catch {
+            throw PrivateDirectoryError(message: "\(error), or choose another with \(option)")
         }
     }
 

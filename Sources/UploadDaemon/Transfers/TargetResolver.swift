@@ -55,7 +55,7 @@ struct TargetResolver: Sendable {
         target.needsProbe = needsProbe
         target.headers = (remote?.headers ?? []) + spec.headers
         target.fields = (remote?.fields ?? []) + spec.fields
-        target.caFile = remote?.caFile
+        target.caFile = try remote.flatMap(Self.trustedCAFile)
         target.http2 = remote?.http2 ?? false
         target.fileField = remote?.fileField ?? "file"
         target.chunkSize = spec.chunkSize ?? remote?.chunkSize
@@ -95,6 +95,19 @@ struct TargetResolver: Sendable {
             environment: environment)
         if let s3 = target.s3 { target.url = s3.objectURL }
         return target
+    }
+
+    /// The remote's CA bundle, when others could not have written it (`TrustedPath`): a CA of
+    /// theirs in it would let them read what is sent over TLS, credentials included. A missing one
+    /// is left for curl to report.
+    private static func trustedCAFile(of remote: RemoteConfig) throws(TransferFailure) -> String? {
+        guard let caFile = remote.caFile else { return nil }
+        do {
+            _ = try TrustedPath.check(caFile, what: "the [remote \(remote.name)] ca_file")
+        } catch {
+            throw .config(error.description)
+        }
+        return caFile
     }
 
     private func credentials(spec: JobSpec, remote: RemoteConfig?) throws(TransferFailure) -> BasicCredentials? {
@@ -147,15 +160,26 @@ struct SecretReader {
             return try read(directory + "/" + name, remote: remote)
         }
         if let file = remote.passwordFile {
-            return try read((file as NSString).expandingTildeInPath, remote: remote)
+            return try read((file as NSString).expandingTildeInPath, remote: remote, key: "password_file")
         }
         return ""
     }
 
-    private func read(_ path: String, remote: RemoteConfig) throws(TransferFailure) -> String {
+    /// A password file named in the config (`key`) is checked as the config is (`TrustedPath`),
+    /// each time: another user who owns it, or a folder above it, can read it whenever they like or
+    /// swap in a symlink to a file of the victim's, whose content would then go to the server. A
+    /// systemd credential is not checked: its folder is systemd's, made for this service alone.
+    private func read(_ path: String, remote: RemoteConfig, key: String? = nil) throws(TransferFailure) -> String {
         do {
-            let text = String(decoding: try FileOps.readFile(path), as: UTF8.self)
-            return text.trimmingCharacters(in: .newlines)
+            let bytes =
+                if let key {
+                    try TrustedPath.readFile(path, what: "the [remote \(remote.name)] \(key)")
+                } else {
+                    try FileOps.readFile(path)
+                }
+            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+        } catch let refusal as TrustedPath.Refusal {
+            throw .config(refusal.description)
         } catch {
             throw .config("cannot read the password of remote '\(remote.name)': \(error)")
         }

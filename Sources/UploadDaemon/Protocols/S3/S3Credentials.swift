@@ -58,7 +58,7 @@ struct S3CredentialResolver {
             }
             secret = try readSecret(directory + "/" + name, remote: remote)
         } else if let file = remote.secretAccessKeyFile {
-            secret = try readSecret((file as NSString).expandingTildeInPath, remote: remote)
+            secret = try readSecret((file as NSString).expandingTildeInPath, remote: remote, checked: true)
         } else {
             throw .config(
                 "[remote \(remote.name)] has access_key_id but no secret_access_key_file or secret_access_key_credential"
@@ -83,10 +83,19 @@ struct S3CredentialResolver {
             source: "the environment (AWS_ACCESS_KEY_ID)")
     }
 
-    private func readSecret(_ path: String, remote: RemoteConfig) throws(TransferFailure) -> String {
+    /// `checked`: a file the config names, which must be safe from other users (`TrustedPath`), as
+    /// a password file must; a systemd credential's folder is systemd's.
+    private func readSecret(_ path: String, remote: RemoteConfig, checked: Bool = false) throws(TransferFailure)
+        -> String
+    {
         do {
-            return String(decoding: try FileOps.readFile(path), as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines)
+            let bytes =
+                checked
+                ? try TrustedPath.readFile(path, what: "the [remote \(remote.name)] secret_access_key_file")
+                : try FileOps.readFile(path)
+            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch let refusal as TrustedPath.Refusal {
+            throw .config(refusal.description)
         } catch {
             throw .config("cannot read the secret access key of remote '\(remote.name)': \(error)")
         }

@@ -196,6 +196,50 @@ final class StrictModesTests {
         #expect(job.error?.message.contains(expected) == true, "\(String(describing: job.error))")
     }
 
+    @Test func keyAndCAFilesOthersCanWriteAreRefusedAtLoadAndWhenAJobUsesThem() throws {
+        let key = files.appendingPathComponent("s3-key").path
+        let ca = files.appendingPathComponent("ca.pem").path
+        try "secret\n".write(toFile: key, atomically: false, encoding: .utf8)
+        try "-----BEGIN CERTIFICATE-----\n".write(toFile: ca, atomically: false, encoding: .utf8)
+        chmod(key, 0o602)
+        chmod(ca, 0o664)
+        let target = files.appendingPathComponent("uploaded").path
+        let daemon = try DaemonProcess(
+            name: "strict-key-ca",
+            config: """
+                [remote s3]
+                url = s3://bucket/
+                access_key_id = AKIA
+                secret_access_key_file = \(key)
+                [remote local]
+                url = file://\(target)/
+                ca_file = \(ca)
+                """)
+        let checked = try checkConfig(daemon.configPath)
+        #expect(checked.status == 1, "\(checked)")
+        #expect(
+            checked.stderr.contains(
+                "refusing the [remote s3] secret_access_key_file \(key): others can write to it (mode 602); chmod o-w \(key)"
+            ), "\(checked)")
+        #expect(
+            checked.stderr.contains(
+                "refusing the [remote local] ca_file \(ca): its group can write to it (mode 664); chmod g-w \(ca)"),
+            "\(checked)")
+
+        // Safe at load, opened to the group later: the job that would use it fails, saying why.
+        chmod(key, 0o600)
+        chmod(ca, 0o644)
+        try daemon.start()
+        defer { daemon.stop() }
+        chmod(ca, 0o664)
+        let source = files.appendingPathComponent("with-ca.txt").path
+        try "the report\n".write(toFile: source, atomically: false, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        let job = try daemon.waitFor(try daemon.add([source], to: "local:")[0])
+        #expect(job.state == .failed, "\(job)")
+        #expect(job.error?.message.contains("chmod g-w \(ca)") == true, "\(String(describing: job.error))")
+    }
+
     // MARK: The folders above the state, cache and socket folders
 
     @Test func aCacheFolderInAFolderOthersCanWriteIsRefused() throws {
@@ -216,6 +260,21 @@ final class StrictModesTests {
         sticky.dataRoot = URL(fileURLWithPath: open)
         try sticky.start()
         sticky.stop()
+    }
+
+    @Test func aSocketFolderInAFolderOthersCanWriteIsRefused() throws {
+        let daemon = try DaemonProcess(name: "strict-socket")
+        let open = files.appendingPathComponent("open-run").path
+        mkdir(open, 0o755)
+        chmod(open, 0o777)
+        var arguments = options(daemon)
+        arguments[arguments.firstIndex(of: "--socket")! + 1] = open + "/run/control.sock"
+        let started = try runUploadd(arguments)
+        #expect(started.status == 1, "\(started)")
+        #expect(
+            started.stderr.contains(
+                "refusing the control socket's folder \(open)/run: its group and others can write to \(open), a folder above it (mode 777)"
+            ) && started.stderr.contains("chmod go-w \(open), or choose another --socket"), "\(started)")
     }
 
     @Test func aStateFolderInAFolderOthersCanWriteIsRefused() throws {

@@ -20,6 +20,10 @@ extension JobInfo {
         func wants(_ key: JobFields.Key) -> Bool { fields?.contains(key) ?? true }
         // In the order of their names, as .sortedKeys puts them.
         writer.beginObject()
+        if let activity, wants(.activity) {
+            writer.key("activity")
+            writer.string(activity)
+        }
         if wants(.attempts) {
             writer.key("attempts")
             writer.integer(attempts)
@@ -388,14 +392,16 @@ struct JSONWriter {
 public struct JobFields: Sendable, Hashable {
     /// A job object's keys, in the order of their names (`names`).
     public enum Key: Int, CaseIterable, Sendable {
-        case attempts, batch, bytesAcked, bytesSent, bytesTotal, clientToken, createdAt, destination, error, eta
+        case activity, attempts, batch, bytesAcked, bytesSent, bytesTotal, clientToken, createdAt, destination, error
+        case eta
         case history, id, image, metadata, nextAttemptAt, prepared, priority, `protocol`, result, revision
         case snapshot, source, speed, state, updatedAt, user, waiting
     }
 
     /// Each key"s name, at its `Key`"s raw value.
     public static let names = [
-        "attempts", "batch", "bytes_acked", "bytes_sent", "bytes_total", "client_token", "created_at", "destination",
+        "activity", "attempts", "batch", "bytes_acked", "bytes_sent", "bytes_total", "client_token", "created_at",
+        "destination",
         "error", "eta", "history", "id", "image", "metadata", "next_attempt_at", "prepared", "priority", "protocol",
         "result", "revision", "snapshot", "source", "speed", "state", "updated_at", "user", "waiting",
     ]

@@ -33,6 +33,10 @@ public struct JobInfo: Codable, Sendable, Equatable {
     /// What a queued job waits for before it can start: `network` (no route to its destination),
     /// `metered` (a metered connection the config says to spare) or `battery`; null otherwise.
     public var waiting: String?
+    /// What the job is doing or waiting for, for people, when its state alone does not say:
+    /// "retrying in 43s: HTTP 500 ...", "preparing the image", "waiting for the network",
+    /// "sending again: ...", "waiting for the server's answer". Absent otherwise.
+    public var activity: String?
     /// `--image SPEC` as given, when the job asked for image preparation.
     public var image: String?
     /// What preparation made, once it ran.
@@ -49,7 +53,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
-            history, waiting, image, prepared, batch, revision, metadata
+            history, waiting, activity, image, prepared, batch, revision, metadata
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
@@ -68,7 +72,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         priority: Int, error: JobError?, result: JobResult?, createdAt: Date, updatedAt: Date, nextAttemptAt: Date?,
         snapshot: String?, user: String?, history: [JobEvent]?, waiting: String?, image: String? = nil,
         prepared: PreparedInfo? = nil, batch: JobID? = nil, revision: UInt64 = 0, clientToken: String? = nil,
-        metadata: [String: String]? = nil
+        metadata: [String: String]? = nil, activity: String? = nil
     ) {
         self.id = id
         self.state = state
@@ -97,6 +101,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         self.revision = revision
         self.clientToken = clientToken
         self.metadata = metadata
+        self.activity = activity
     }
 
     public init(from decoder: Decoder) throws {
@@ -122,6 +127,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         user = try container.decodeIfPresent(String.self, forKey: .user)
         history = try container.decodeIfPresent([JobEvent].self, forKey: .history)
         waiting = try container.decodeIfPresent(String.self, forKey: .waiting)
+        activity = try container.decodeIfPresent(String.self, forKey: .activity)
         image = try container.decodeIfPresent(String.self, forKey: .image)
         prepared = try container.decodeIfPresent(PreparedInfo.self, forKey: .prepared)
         batch = try container.decodeIfPresent(JobID.self, forKey: .batch)
@@ -154,6 +160,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encodeIfPresent(user, forKey: .user)
         try container.encodeIfPresent(history, forKey: .history)
         try container.encode(waiting, forKey: .waiting)
+        try container.encodeIfPresent(activity, forKey: .activity)
         try container.encodeIfPresent(image, forKey: .image)
         try container.encodeIfPresent(prepared, forKey: .prepared)
         try container.encodeIfPresent(batch, forKey: .batch)

@@ -89,6 +89,12 @@ final class CurlRequest {
         }
     }
 
+    /// The socket libcurl moves this request's bytes on (a kept connection's too).
+    func uses(_ socket: Int32) {
+        guard connectionSocket?.fd != socket else { return }
+        connectionSocket = (socket, CShims_socket_inode(socket))
+    }
+
     /// Seconds until a read held by the bandwidth limits may go; nil when none is held.
     func secondsUntilSendAllowed(at now: Double) -> Double? {
         guard let pacer, readers.contains(where: \.waitsForBandwidth) else { return nil }

@@ -1,20 +1,38 @@
 import Dispatch
+import Foundation
 import Synchronization
 
-/// Bytes a transfer has put on the wire, and its recent speed. Written from the HTTP thread, read
-/// by the scheduler.
+/// Bytes a transfer has put on the wire (acknowledged by the peer's TCP stack, as `CurlRequest`
+/// counts them), and its recent speed. Written from the HTTP thread, read by the scheduler.
+///
+/// The speed is an exponentially weighted rate over a few seconds, as rsync's and curl's are:
+/// a plain average over a window jumped with each burst a rate limit or a socket buffer lets
+/// through. Before a second has passed since the first byte, it is the average since then, and
+/// not settled (no ETA from it). It is never negative: a body sent again starts the meter over.
 final class ProgressMeter: Sendable {
     private struct Samples {
-        var points: [(time: UInt64, bytes: Int64)] = []
-        /// When the first byte of this attempt reached the wire.
+        /// When the first byte of this attempt (or of the body sent again) reached the wire, and
+        /// the bytes counted before it.
         var firstByteAt: UInt64?
+        var startBytes: Int64 = 0
+        /// When bytes last reached the wire.
+        var lastByteAt: UInt64 = 0
+        /// The weighted rate, and the time and count it has taken in so far.
+        var rate: Double?
+        var rateAt: UInt64 = 0
+        var rateBytes: Int64 = 0
+        /// Why the body is being sent again, for people (`restart(because:)`).
+        var note: String?
     }
 
     private let sent = Atomic<Int64>(0)
     private let samples = Mutex(Samples())
     private let now: @Sendable () -> UInt64
-    /// Speed is measured over about this window.
+    /// Nothing moved for this long: no speed (a stall).
     private static let window: UInt64 = 3_000_000_000
+    /// The weighted rate's time constant: a change of speed shows about this long after.
+    private static let timeConstant = 3.0
+    /// The weighted rate takes in what moved at most this often.
     private static let sampleInterval: UInt64 = 250_000_000
     /// A rate-limited or slow-starting upload sends in bursts: the first second's speed says little,
     /// and an ETA made from it jumps (3 s, then 15 s, then 6 s). No ETA before this much has passed.
@@ -33,39 +51,58 @@ final class ProgressMeter: Sendable {
         samples.withLock { samples in
             // Read under the lock, so that no sample is ever newer than `now` (unsigned differences).
             let now = self.now()
+            samples.lastByteAt = now
             if samples.firstByteAt == nil {
                 // The first burst took time to reach the wire too: measure from before it, not after.
                 samples.firstByteAt = now
-                samples.points.append((now, total - Int64(count)))
-                return
-            }
-            if let last = samples.points.last, now - last.time < Self.sampleInterval { return }
-            samples.points.append((now, total))
-            while let first = samples.points.first, now - first.time > Self.window, samples.points.count > 2 {
-                samples.points.removeFirst()
+                samples.startBytes = total - Int64(count)
             }
         }
     }
 
-    /// Forgets bytes that will be sent again (a rewound request).
+    /// Forgets bytes that will be sent again (a rewound request): the speed starts over.
     func rewind(by count: Int64) {
         sent.subtract(count, ordering: .relaxed)
+        samples.withLock { samples in
+            let note = samples.note
+            samples = Samples()
+            samples.note = note
+        }
     }
 
-    /// Bytes per second over the last few seconds; zero when nothing moved lately.
+    /// The body is sent again from its start, for `reason` (said on the job's bar meanwhile).
+    func restart(because reason: String) {
+        rewind(by: bytesSent)
+        samples.withLock { $0.note = reason }
+    }
+
+    /// Why the body is being sent again, if it is.
+    var note: String? { samples.withLock { $0.note } }
+
+    /// Bytes per second lately; zero when nothing moved lately.
     var speed: Double { reading.speed }
 
     /// The speed, and whether it has been measured long enough to predict the time left.
     var reading: (speed: Double, settled: Bool) {
-        samples.withLock { samples in
+        let current = bytesSent
+        return samples.withLock { samples in
             let now = self.now()
-            let current = bytesSent
-            guard let first = samples.points.first, let start = samples.firstByteAt, now - first.time > 0 else {
-                return (0, false)
+            guard let start = samples.firstByteAt, now > start else { return (0, false) }
+            if now - samples.lastByteAt > Self.window { return (0, false) }
+            let average = Double(max(current - samples.startBytes, 0)) / (Double(now - start) / 1e9)
+            guard now - start >= Self.settleTime else { return (average, false) }
+            guard let rate = samples.rate else {
+                (samples.rate, samples.rateAt, samples.rateBytes) = (average, now, current)
+                return (average, true)
             }
-            if let last = samples.points.last, now - last.time > Self.window { return (0, false) }
-            let speed = Double(current - first.bytes) / (Double(now - first.time) / 1e9)
-            return (speed, now - start >= Self.settleTime)
+            let elapsed = now - samples.rateAt
+            guard elapsed >= Self.sampleInterval else { return (rate, true) }
+            let seconds = Double(elapsed) / 1e9
+            let recent = Double(max(current - samples.rateBytes, 0)) / seconds
+            let weight = 1 - exp(-seconds / Self.timeConstant)
+            let updated = weight * recent + (1 - weight) * rate
+            (samples.rate, samples.rateAt, samples.rateBytes) = (updated, now, current)
+            return (max(updated, 0), true)
         }
     }
 }

@@ -147,9 +147,16 @@ final class SocketEvents: @unchecked Sendable {
     private static func nowMillis() -> Int64 { MonotonicClock.nanoseconds() / 1_000_000 }
 }
 
-private let socketCallback: curl_socket_callback = { _, socket, what, context, mark in
+private let socketCallback: curl_socket_callback = { easy, socket, what, context, mark in
     guard let context else { return 0 }
     Unmanaged<SocketEvents>.fromOpaque(context).takeUnretainedValue().watch(socket, what: what, watched: mark != nil)
+    // The transfer this is for learns its socket here when its connection is a kept one (the
+    // socket-open callback only tells new connections), for the bytes the peer has not acknowledged.
+    if let easy, what != CCurl_POLL_REMOVE {
+        var privatePointer: UnsafeMutableRawPointer?
+        _ = CCurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &privatePointer)
+        if let privatePointer { Unmanaged<CurlRequest>.fromOpaque(privatePointer).takeUnretainedValue().uses(socket) }
+    }
     return 0
 }
 

@@ -58,13 +58,14 @@ struct SigV4ExampleTests {
             Self.signer.signature(stringToSign: toSign, day: "20130524")
                 == "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
 
-        // The whole chain, as a transfer calls it, gives the published Authorization header.
+        // The whole chain, as a transfer calls it, gives the published Authorization header (AWS's
+        // page joins its fields with ","; uploadd writes ", " as the SDKs do: the signature is the same).
         let signed = Self.signer.sign(
             method: "GET", url: Self.host + "/test.txt", headers: [KeyValue(name: "Range", value: "bytes=0-9")],
             payloadHash: Self.empty, date: Self.date)
         #expect(
             authorization(signed)
-                == "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+                == "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
         )
         #expect(signed.contains(KeyValue(name: "x-amz-date", value: "20130524T000000Z")))
         #expect(signed.contains(KeyValue(name: "x-amz-content-sha256", value: Self.empty)))
@@ -84,7 +85,7 @@ struct SigV4ExampleTests {
             date: Self.date)
         #expect(
             authorization(signed)
-                == "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"
+                == "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class, Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"
         )
         let canonical = SigV4Signer.canonicalRequest(
             method: "PUT", url: Self.host + "/test$file.text",
@@ -125,9 +126,21 @@ struct SigV4ExampleTests {
                 .hasSuffix("\n9766c798316ff2757b517bc739a67f6213b4ab36dd5da2f94eaebf79c77395ca"))
         #expect(
             authorization(signed)?.hasSuffix(
-                "SignedHeaders=host;x-amz-content-sha256;x-amz-date,Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"
+                "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"
             )
                 == true)
+    }
+
+    /// botocore, the AWS SDKs and `curl --aws-sigv4` write `Credential=…, SignedHeaders=…,
+    /// Signature=…`; some S3 servers split the header on ", " and refuse a bare "," (issue 48).
+    @Test func theFieldsAreSeparatedByCommaSpaceAsTheSDKsWriteThem() throws {
+        let signed = Self.signer.sign(
+            method: "PUT", url: Self.host + "/k", headers: [], payloadHash: Self.empty, date: Self.date)
+        let value = try #require(authorization(signed))
+        #expect(value.hasPrefix("AWS4-HMAC-SHA256 Credential="))
+        let fields = value.dropFirst("AWS4-HMAC-SHA256 ".count).components(separatedBy: ", ")
+        #expect(fields.map { $0.prefix { $0 != "=" } } == ["Credential", "SignedHeaders", "Signature"], "\(value)")
+        #expect(fields.allSatisfy { !$0.contains(",") && !$0.contains(" ") }, "\(value)")
     }
 
     @Test func listObjectsSortsTheQuery() {
@@ -195,7 +208,7 @@ struct SigV4EncodingTests {
             date: SigV4ExampleTests.date)
         #expect(signed.contains(KeyValue(name: "x-amz-security-token", value: "token/with+chars")))
         let authorization = signed.first { $0.name == "Authorization" }?.value ?? ""
-        #expect(authorization.contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"))
+        #expect(authorization.contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token, "))
         let withoutToken = SigV4ExampleTests.signer.sign(
             method: "GET", url: "https://b.s3.amazonaws.com/k", headers: [], payloadHash: SigV4Signer.emptyPayloadHash,
             date: SigV4ExampleTests.date)

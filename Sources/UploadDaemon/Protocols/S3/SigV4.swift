@@ -39,8 +39,10 @@ struct SigV4Signer: Sendable {
         let canonical = Self.canonicalRequest(method: method, url: url, headers: all, payloadHash: payloadHash)
         let day = String(amzDate.prefix(8))
         let toSign = Self.stringToSign(canonicalRequest: canonical.text, amzDate: amzDate, scope: scope(day: day))
+        // Fields separated by ", " as botocore, the AWS SDKs and `curl --aws-sigv4` write them:
+        // AWS also takes a bare ",", but some S3 servers split the header on ", " only.
         let authorization =
-            "AWS4-HMAC-SHA256 Credential=\(accessKeyID)/\(scope(day: day)),SignedHeaders=\(canonical.signedHeaders),Signature=\(signature(stringToSign: toSign, day: day))"
+            "AWS4-HMAC-SHA256 Credential=\(accessKeyID)/\(scope(day: day)), SignedHeaders=\(canonical.signedHeaders), Signature=\(signature(stringToSign: toSign, day: day))"
         all.append(KeyValue(name: "Authorization", value: authorization))
         return all
     }

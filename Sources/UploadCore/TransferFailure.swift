@@ -64,14 +64,18 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// The server answered with an error status. `body` is the start of its answer.
     /// `location`: the answer's Location header, named when the server redirects (uploads never
     /// follow a redirect: the file's bytes and the credentials would go where the user did not say).
+    /// `hint`: what to do, in place of the status's usual one (a 413 to one chunk of a file is not
+    /// about the file's size).
     public static func http(
-        status: Int, method: String, url: String, body: String, retryAfter: Duration?, location: String? = nil
+        status: Int, method: String, url: String, body: String, retryAfter: Duration?, location: String? = nil,
+        hint: String? = nil
     ) -> TransferFailure {
         let detail = Self.summarize(body)
         let reason = HTTPStatus.reason(status)
         var message = "\(method) \(url): HTTP \(status) \(reason)"
         if !detail.isEmpty { message += ": \(detail)" }
         switch status {
+        case _ where hint != nil: message += " (\(hint ?? ""))"
         case 401, 403: message += " (check the user and password or token for this destination)"
         case 404 where method == "PUT": message += " (does the directory exist on the server?)"
         case 413: message += " (the server refuses a file this large)"

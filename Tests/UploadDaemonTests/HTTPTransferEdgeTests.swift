@@ -84,11 +84,25 @@ struct TusAnswerTests {
 
     /// A tus server holding one upload at a time; `tweak` may change what it holds or answers.
     final class Server: Sendable {
+        /// The creation endpoint; upload URLs are it and a number.
+        let endpoint: String
+        /// What OPTIONS lists in Tus-Extension.
+        let extensions: String
+
+        init(endpoint: String = TusAnswerTests.endpoint, extensions: String = "creation,termination") {
+            self.endpoint = endpoint
+            self.extensions = extensions
+        }
+
         struct State {
             var uploads: [String: Int64] = [:]
             var created = 0
             /// Called on each PATCH before it is applied: a non-nil answer replaces the server's.
             var patchOverride: (@Sendable (inout State, Int64) -> HTTPResponse?)?
+            /// A PATCH with more bytes than this gets `answer` (a proxy's or framework's body limit).
+            var bodyLimit: (bytes: Int64, answer: HTTPResponse)?
+            /// The sizes of the PATCH bodies refused by `bodyLimit`, in order.
+            var refused: [Int64] = []
         }
         let state = Mutex(State())
 
@@ -98,10 +112,10 @@ struct TusAnswerTests {
                 switch request.method {
                 case "OPTIONS":
                     return ScriptedHTTP.answer(
-                        204, tus.merging(["Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"]) { $1 })
+                        204, tus.merging(["Tus-Version": "1.0.0", "Tus-Extension": extensions]) { $1 })
                 case "POST":
                     state.created += 1
-                    let url = "\(TusAnswerTests.endpoint)\(state.created)"
+                    let url = "\(endpoint)\(state.created)"
                     state.uploads[url] = 0
                     return ScriptedHTTP.answer(201, tus.merging(["Location": url]) { $1 })
                 case "HEAD":
@@ -109,6 +123,10 @@ struct TusAnswerTests {
                     return ScriptedHTTP.answer(200, tus.merging(["Upload-Offset": String(have)]) { $1 })
                 case "PATCH":
                     let offset = Int64(request.headers.first { $0.name == "Upload-Offset" }?.value ?? "") ?? -1
+                    if let limit = state.bodyLimit, case .file(let region) = request.body, region.length > limit.bytes {
+                        state.refused.append(region.length)
+                        return limit.answer
+                    }
                     if let override = state.patchOverride, let answer = override(&state, offset) { return answer }
                     guard let have = state.uploads[request.url] else { return ScriptedHTTP.answer(404) }
                     guard offset == have, case .file(let region) = request.body else { return ScriptedHTTP.answer(409) }
@@ -126,12 +144,12 @@ struct TusAnswerTests {
         }
     }
 
-    func upload(_ server: Server, size: Int = 35, checkpoint: Checkpoint? = nil) async throws
+    func upload(_ server: Server, size: Int = 35, chunk: Int64 = chunk, checkpoint: Checkpoint? = nil) async throws
         -> (Result<JobResult, any Error>, ScriptedHTTP, TransferBench)
     {
         let bench = try TransferBench(size: size)
         let http = ScriptedHTTP { server.handle($0) }
-        let context = bench.context(.tus, url: Self.endpoint, chunkSize: Self.chunk, checkpoint: checkpoint)
+        let context = bench.context(.tus, url: server.endpoint, chunkSize: chunk, checkpoint: checkpoint)
         do {
             return (.success(try await TusTransfer(http: http).upload(context)), http, bench)
         } catch {

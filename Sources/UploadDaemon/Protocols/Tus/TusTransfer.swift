@@ -5,11 +5,18 @@ import UploadWire
 /// tus 1.0 (tus.io): creation, PATCH in chunks from the server's offset, and the extensions the
 /// server advertises — creation-with-upload, checksum, termination, expiration.
 ///
+/// A chunk the server refuses as too large (a 413 from a proxy's body limit, or Django's bare 400)
+/// is halved, down to `ChunkRefusal.floor`, and sent again; the size that works is remembered for
+/// the server's origin (`ChunkSizeMemory`), so the next upload there starts with it. The chunk size
+/// is not journaled: a resumed upload goes on from the server's offset with whatever size it sends.
+///
 /// The upload URL is journaled durably the moment the server hands it out, so a crash right after
 /// creation resumes the same upload instead of leaving an orphan. On resume the server's
 /// `Upload-Offset` (HEAD) is the truth.
 struct TusTransfer: Transfer {
     let http: any HTTPSending
+    /// The chunk sizes servers took, per origin: the daemon's own unless a test gives one.
+    var chunkSizes = ChunkSizeMemory.shared
     /// 8 MiB: large enough that the per-request round trip is noise on a fast link, small enough
     /// that an interrupted chunk costs little to resend and that servers buffering a PATCH in
     /// memory stay comfortable. `--chunk-size` changes it.
@@ -22,7 +29,7 @@ struct TusTransfer: Transfer {
     func upload(_ context: TransferContext) async throws -> JobResult {
         let target = context.target
         let total = context.source.size
-        let chunkSize = min(max(target.chunkSize ?? Self.defaultChunkSize, 1), ChunkSize.largest)
+        let configured = min(max(target.chunkSize ?? Self.defaultChunkSize, 1), ChunkSize.largest)
         let server = try await TusServer.discover(http: http, target: target)
         var upload: (url: String, expires: String?)?
         var offset: Int64 = 0
@@ -49,6 +56,14 @@ struct TusTransfer: Transfer {
         var expires = upload.expires
         var checksumRetries = 0
         var conflicts = 0
+        var chunkSize = configured
+        if let largest = chunkSizes.largest(for: url), largest < chunkSize {
+            chunkSize = largest
+            await context.note(
+                "sending chunks of \(ChunkRefusal.shown(largest)): the server refused larger ones earlier")
+        }
+        // Since a chunk was refused, until one goes through.
+        var afterRefusal = false
         while offset < total {
             let length = min(chunkSize, total - offset)
             var headers = [Self.resumable, KeyValue(name: "Upload-Offset", value: String(offset))]
@@ -74,6 +89,10 @@ struct TusTransfer: Transfer {
                 checksumRetries = 0
                 conflicts = 0
                 try await context.commit(offset, Checkpoint(TusCheckpoint(uploadURL: url, expires: expires)), false)
+                if afterRefusal {
+                    afterRefusal = false
+                    await context.note(ChunkRefusal.acceptedNote(chunkSize))
+                }
             case 409 where conflicts >= Self.conflictsInARow:
                 // Retryable: a server in the middle of a failover may agree with itself later.
                 throw TransferFailure(
@@ -100,6 +119,17 @@ struct TusTransfer: Transfer {
                             "PATCH \(Redaction.redactURL(url)): the upload expired or was removed (HTTP \(response.status))",
                         status: response.status),
                     retryable: true)
+            case let status where ChunkRefusal.refusesBody(response, bareBadRequest: true):
+                // The chunk, not the file, is too large for the server (or a proxy before it).
+                guard let smaller = ChunkRefusal.halved(length) else {
+                    throw TransferFailure.http(
+                        status: status, method: "PATCH", url: Redaction.redactURL(url), body: response.bodyText,
+                        retryAfter: nil, hint: ChunkRefusal.floorHint(length, status: status))
+                }
+                chunkSizes.remember(smaller, for: url)
+                await context.note(ChunkRefusal.retryNote(refused: length, status: status, next: smaller))
+                chunkSize = smaller
+                afterRefusal = true
             default:
                 throw TransferFailure.http(
                     status: response.status, method: "PATCH", url: Redaction.redactURL(url), body: response.bodyText,
@@ -175,9 +205,19 @@ struct TusTransfer: Transfer {
         ]
         let response = try await http.send(target.request("POST", headers: headers), meter: context.meter)
         guard response.status == 201 || response.status == 200, let location = response.header("location") else {
+            // The creation has no body: a 413 to it is about the file's Upload-Length.
+            var hint: String?
+            if response.status == 413 {
+                let maxSize = TusHeaders.maxSize(response.header("tus-max-size")) ?? server.maxSize
+                hint =
+                    maxSize.map {
+                        "the tus server takes uploads of at most \($0) bytes (Tus-Max-Size); the file has \(total)"
+                    }
+                    ?? "the tus server refuses a file this large (\(total) bytes)"
+            }
             throw TransferFailure.http(
                 status: response.status, method: "POST", url: Redaction.redactURL(target.url), body: response.bodyText,
-                retryAfter: response.retryAfter)
+                retryAfter: response.retryAfter, hint: hint)
         }
         guard let resolved = URL(string: location, relativeTo: URL(string: target.url))?.absoluteString else {
             throw TransferFailure.protocolViolation(

@@ -106,6 +106,44 @@ struct ChunkRefusalTests {
         #expect(failure?.error.message.contains("at most 64 bytes (Tus-Max-Size); the file has 100") == true)
     }
 
+    /// The block protocol: every block has the size its init named, so a refused block begins a
+    /// new upload with blocks of half the size.
+    @Test func aRefusedBlockStartsANewUploadWithHalfSizedBlocks() async throws {
+        let bench = try TransferBench(size: Int(Self.mebibyte))
+        let inits = Mutex<[String]>([])
+        let stored = Mutex<[(token: String, sequence: Int, length: Int64)]>([])
+        let http = ScriptedHTTP { request in
+            guard case .multipart(let parts) = request.body else { return ScriptedHTTP.answer(400) }
+            var fields: [String: String] = [:]
+            var length: Int64 = 0
+            for part in parts {
+                switch part {
+                case .field(let name, let value): fields[name] = value
+                case .file(_, _, _, let region): length = region.length
+                }
+            }
+            if fields["sequenceNo"] == "0" {
+                let token = "T\(inits.withLock { $0.append(fields["blockSize"] ?? ""); return $0.count })"
+                return ScriptedHTTP.answer(200, body: #"{"code":0,"data":{"upToken":"\#(token)"}}"#)
+            }
+            if length > 300 * Self.kibibyte { return Self.nginx413 }
+            let sequence = Int(fields["sequenceNo"] ?? "") ?? -1
+            stored.withLock { $0.append((fields["upToken"] ?? "", sequence, length)) }
+            let last = Int64(sequence) * 256 * Self.kibibyte >= Self.mebibyte
+            return ScriptedHTTP.answer(
+                200, body: last ? #"{"code":0,"data":{"fileUrl":"http://127.0.0.1:41307/f/a.bin"}}"# : #"{"code":0}"#)
+        }
+        let context = bench.context(.chunked, url: "http://127.0.0.1:41307/upload", chunkSize: Self.mebibyte)
+        let result = try await ChunkedTransfer(http: http).upload(context)
+        #expect(result.url == "http://127.0.0.1:41307/f/a.bin")
+        #expect(inits.withLock { $0 } == ["1048576", "524288", "262144"], "a new upload for each size")
+        #expect(stored.withLock { $0.map(\.token) } == ["T3", "T3", "T3", "T3"])
+        #expect(stored.withLock { $0.map(\.sequence) } == [1, 2, 3, 4])
+        let notes = bench.notes.withLock { $0 }
+        #expect(notes.contains { $0.hasPrefix("the server refused a chunk of 1 MiB (HTTP 413); trying 512 KiB") })
+        #expect(notes.contains { $0.contains("set --chunk-size 256K") })
+    }
+
     @Test func theMemoryKeepsTheSmallestSizePerOrigin() {
         let memory = ChunkSizeMemory()
         #expect(memory.largest(for: "http://a.example/x") == nil)

@@ -6,8 +6,14 @@ import UploadWire
 /// `upToken`, then each block POSTed as multipart with its sequence number and CRC32, the last
 /// answer carrying the file's URL. Every acknowledged block is journaled durably, so a crash
 /// re-sends at most the block that was in flight.
+///
+/// Every block of an upload has the block size its init named (the checkpoint keeps it): a block
+/// the server refuses as too large (413, or a 400 that says so) starts a new upload with blocks of
+/// half the size, down to `ChunkRefusal.floor`, and the size is remembered for the server's origin.
 struct ChunkedTransfer: Transfer {
     let http: any HTTPSending
+    /// The block sizes servers took, per origin: the daemon's own unless a test gives one.
+    var chunkSizes = ChunkSizeMemory.shared
     static let defaultBlockSize: Int64 = 1 << 20
 
     func upload(_ context: TransferContext) async throws -> JobResult {
@@ -23,16 +29,23 @@ struct ChunkedTransfer: Transfer {
                     "the journaled block state is impossible (block size \(blockSize), \(acknowledged) blocks)")
             }
         } else {
+            if let largest = chunkSizes.largest(for: target.url), largest < blockSize {
+                blockSize = largest
+                await context.note(
+                    "sending blocks of \(ChunkRefusal.shown(largest)): the server refused larger ones earlier")
+            }
             upToken = try await initialize(context, blockSize: blockSize)
             acknowledged = 0
         }
         // total / blockSize, rounded up, without an overflow for any file size.
-        let blockCount = max(1, total / blockSize + (total % blockSize == 0 ? 0 : 1))
+        var blockCount = Self.blockCount(total, blockSize)
         guard acknowledged <= blockCount else {
             throw TransferFailure.protocolViolation(
                 "the journaled block state is impossible (\(acknowledged) of \(blockCount) blocks acknowledged)")
         }
         var restarted = false
+        // Since a block was refused as too large, until one goes through.
+        var afterRefusal = false
         // Every block acknowledged, and then a crash before the job's end was journaled: the
         // last block goes again, as the protocol allows, for the answer that names the file.
         var index = min(acknowledged, blockCount - 1)
@@ -58,16 +71,46 @@ struct ChunkedTransfer: Transfer {
                 index = 0
                 continue
             }
+            if ChunkRefusal.refusesBody(response, bareBadRequest: false) {
+                // Too large for the server (or a proxy before it). The blocks' size is fixed at
+                // init: begin a new upload with blocks half the size.
+                guard let smaller = ChunkRefusal.halved(length) else {
+                    throw TransferFailure.http(
+                        status: response.status, method: "POST",
+                        url: "\(Redaction.redactURL(target.url)) (block \(index + 1) of \(blockCount))",
+                        body: response.bodyText, retryAfter: nil,
+                        hint: ChunkRefusal.floorHint(length, status: response.status))
+                }
+                chunkSizes.remember(smaller, for: target.url)
+                await context.note(
+                    ChunkRefusal.retryNote(refused: length, status: response.status, next: smaller)
+                        + "; starting a new upload with blocks of that size")
+                blockSize = smaller
+                blockCount = Self.blockCount(total, blockSize)
+                upToken = try await initialize(context, blockSize: blockSize)
+                index = 0
+                afterRefusal = true
+                continue
+            }
             let data = try Self.check(response, target: target, step: "block \(index + 1) of \(blockCount)")
             index += 1
             try await context.commit(
                 offset + length,
                 Checkpoint(ChunkedCheckpoint(upToken: upToken, blockSize: blockSize, blocksAcknowledged: index)), true)
             last = (response, data)
+            if afterRefusal {
+                afterRefusal = false
+                await context.note(ChunkRefusal.acceptedNote(blockSize))
+            }
         }
         guard let last else { throw TransferFailure.protocolViolation("no block was sent") }
         let url = last.data["fileUrl"] as? String ?? last.response.resultURL(pointer: target.resultURLPointer)
         return JobResult(url: url, status: last.response.status, body: String(last.response.bodyText.prefix(4096)))
+    }
+
+    /// Blocks of `blockSize` in `total` bytes, at least one (an empty file is one empty block).
+    static func blockCount(_ total: Int64, _ blockSize: Int64) -> Int64 {
+        max(1, total / blockSize + (total % blockSize == 0 ? 0 : 1))
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {

@@ -150,6 +150,33 @@ struct S3FailureTests {
         #expect(!denied.retryable)
     }
 
+    /// A malformed Authorization header that is not about the region (a server that splits the
+    /// header its own way) is not blamed on the region; AWS's, which names one, is.
+    @Test func aMalformedAuthorizationBlamesTheRegionOnlyWhenTheServerSaysSo() {
+        func message(_ text: String) -> String {
+            S3Failure.make(
+                status: 400, error: S3Answer.ErrorDocument(code: "AuthorizationHeaderMalformed", message: text),
+                body: "", operation: "PutObject", s3: Self.target, method: "PUT", retryAfter: nil
+            ).error.message
+        }
+        let unreadable = message("The authorization header is malformed")
+        #expect(!unreadable.contains("region"), "\(unreadable)")
+        #expect(unreadable.contains("could not read the Authorization header"), "\(unreadable)")
+        let aws = message(
+            "The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'")
+        #expect(aws.contains("set region in the remote"), "\(aws)")
+    }
+
+    /// A 413 (a proxy's body limit) names the request's size and S3's 5 MiB parts, not the credentials.
+    @Test func a413NamesThePartAndTheFiveMiBMinimum() {
+        let failure = S3Failure.make(
+            status: 413, error: nil, body: "<html><title>413 Request Entity Too Large</title></html>",
+            operation: "UploadPart 1 of 3", s3: Self.target, method: "PUT", retryAfter: nil, bodyLength: 8 << 20)
+        #expect(!failure.retryable)
+        #expect(failure.error.message.contains("refused a request of 8 MiB as too large"), "\(failure.error.message)")
+        #expect(failure.error.message.contains("5 MiB") && failure.error.message.contains("client_max_body_size"))
+    }
+
     @Test(arguments: [
         (403, "AccessDenied", false), (400, "InvalidArgument", false), (404, "NoSuchBucket", false),
         (503, "SlowDown", true), (500, "InternalError", true), (400, "RequestTimeout", true), (400, "BadDigest", true),
@@ -595,6 +622,41 @@ struct S3PartWindowTests {
         #expect(server.startedParts.sorted() == [1, 2, 3, 4, 5, 6])
     }
 
+    /// Issue 48: a server without ListParts (501, a 500 each time, a plain 404): the upload is
+    /// aborted and begun again, once, instead of retried for a day.
+    @Test(arguments: [
+        (501, "<Error><Code>NotImplemented</Code><Message>not implemented</Message></Error>", 1),
+        (500, "<Error><Code>InternalError</Code><Message>oops</Message></Error>", 2), (404, "404 page not found", 1),
+    ])
+    func aServerWithoutListPartsGetsANewUpload(status: Int, body: String, asked: Int) async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        server.listPartsAnswer = (status, body)
+        let result = try await upload(
+            server, CommitLog(),
+            checkpoint: Checkpoint(S3Checkpoint(uploadID: "OLD", key: "big.bin", partSize: Self.part))
+        ).value
+        #expect(result.url?.hasSuffix("/big.bin") == true)
+        #expect(server.listPartsAsked == asked, "a 500 is asked once more before it counts")
+        #expect(server.aborted == ["OLD"], "the old upload is aborted")
+        #expect(server.created == 1, "one new upload")
+        #expect(server.completedParts == [1, 2, 3, 4, 5, 6])
+    }
+
+    /// Any other ListParts error keeps its class: a 503 SlowDown is retried later, nothing aborted.
+    @Test func otherListPartsErrorsKeepTheirClass() async throws {
+        let server = ScriptedS3(answerAtOnce: true)
+        server.listPartsAnswer = (503, "<Error><Code>SlowDown</Code><Message>slow</Message></Error>")
+        let failure = await #expect(throws: TransferFailure.self) {
+            try await upload(
+                server, CommitLog(),
+                checkpoint: Checkpoint(S3Checkpoint(uploadID: "OLD", key: "big.bin", partSize: Self.part))
+            ).value
+        }
+        #expect(failure?.retryable == true)
+        #expect(failure?.error.message.contains("SlowDown") == true)
+        #expect(server.aborted.isEmpty && server.created == 0)
+    }
+
     @Test func underARateLimitPartsGoOneAtATime() async throws {
         let server = ScriptedS3(answerAtOnce: true)
         _ = try await upload(server, CommitLog(), rateLimit: 10 << 20).value
@@ -636,6 +698,12 @@ final class ScriptedS3: HTTPSending {
         /// ListParts answers NoSuchUpload, and HEAD answers these headers (404 when nil).
         var uploadGone = false
         var objectHeaders: [KeyValue]?
+        /// ListParts answers this instead (a server without ListParts); how often it was asked.
+        var listPartsAnswer: (status: Int, body: String)?
+        var listPartsAsked = 0
+        /// CreateMultipartUpload requests, and the UploadIds AbortMultipartUpload named.
+        var created = 0
+        var aborted: [String] = []
     }
 
     private let state = Mutex(State())
@@ -658,6 +726,14 @@ final class ScriptedS3: HTTPSending {
         set { state.withLock { $0.objectHeaders = newValue } }
     }
 
+    var listPartsAnswer: (status: Int, body: String)? {
+        get { state.withLock { $0.listPartsAnswer } }
+        set { state.withLock { $0.listPartsAnswer = newValue } }
+    }
+    var listPartsAsked: Int { state.withLock { $0.listPartsAsked } }
+    var created: Int { state.withLock { $0.created } }
+    var aborted: [String] { state.withLock { $0.aborted } }
+
     var listedParts: [(number: Int, size: Int64, crc32c: String)] {
         get { state.withLock { $0.listed } }
         set { state.withLock { $0.listed = newValue } }
@@ -675,6 +751,7 @@ final class ScriptedS3: HTTPSending {
         let query = request.url.contains("?") ? String(request.url.split(separator: "?", maxSplits: 1)[1]) : ""
         switch request.method {
         case "POST" where query == "uploads=":
+            state.withLock { $0.created += 1 }
             return HTTPResponse(status: 200, headers: [], body: Array("<UploadId>U1</UploadId>".utf8))
         case "PUT" where query.hasPrefix("partNumber="):
             let number = Int(query.dropFirst("partNumber=".count).prefix { $0 != "&" })!
@@ -687,6 +764,15 @@ final class ScriptedS3: HTTPSending {
         case "HEAD":
             guard let headers = objectHeaders else { return HTTPResponse(status: 404, headers: [], body: []) }
             return HTTPResponse(status: 200, headers: headers, body: [])
+        case "GET" where listPartsAnswer != nil:
+            let answer = state.withLock {
+                $0.listPartsAsked += 1
+                return $0.listPartsAnswer!
+            }
+            return HTTPResponse(status: answer.status, headers: [], body: Array(answer.body.utf8))
+        case "DELETE" where query.hasPrefix("uploadId="):
+            state.withLock { $0.aborted.append(String(query.dropFirst("uploadId=".count))) }
+            return HTTPResponse(status: 204, headers: [], body: [])
         case "GET" where uploadGone:
             let body = "<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>"
             return HTTPResponse(status: 404, headers: [], body: Array(body.utf8))

@@ -9,8 +9,12 @@ import UploadWire
 ///
 /// The UploadId is journaled durably before the first part is sent. A later attempt asks the server
 /// what it holds (ListParts), keeps each listed part whose size and CRC32C match the file, and sends
-/// the rest; an upload the server no longer knows starts over. Cancel and remove abort the
-/// multipart upload; `delete` deletes the object.
+/// the rest; an upload the server no longer knows starts over, and so does one on a server without
+/// ListParts (501, a 500 twice, a 404 that is not S3's NoSuchUpload), once the old one is aborted.
+/// Cancel, remove and a failure for good abort the multipart upload; `delete` deletes the object.
+///
+/// A part refused as too large (413 from a proxy's body limit) is not halved as tus chunks are:
+/// S3 takes no part under 5 MiB but the last, so the limit has to be raised where it is set.
 struct S3Transfer: Transfer {
     let http: any HTTPSending
 
@@ -94,15 +98,27 @@ struct S3Transfer: Transfer {
     {
         let s3 = client.s3
         let size = context.source.size
-        guard let listed = try await client.listParts(uploadID, key: s3.key) else {
-            // Gone: aborted, expired, or completed just before the daemon stopped, before that
-            // could be journaled. Only in the last case is the object there, whole.
+        let answer = try await client.listParts(uploadID, key: s3.key)
+        guard case .parts(let listed) = answer else {
+            // Gone (aborted, expired, or completed just before the daemon stopped, before that
+            // could be journaled), or a server that cannot say what it holds. Only if it completed
+            // is the object there, whole.
             if let result = try await completedEarlier(context, client: client, partSize: partSize) {
                 await context.note(
                     "the S3 upload of \(s3.displayName) had completed before uploadd stopped; not sent again")
                 return result
             }
-            await context.note("the server no longer knows the S3 upload of \(s3.displayName); starting a new one")
+            if case .unsupported(let status) = answer {
+                // Its parts cannot be listed, so none can be kept: the upload is dropped and
+                // begun again, once in this attempt (a new upload is not listed again).
+                await context.note(
+                    "the server does not list the parts of an S3 upload (ListParts answered \(status)); aborting it and starting a new one"
+                )
+                await client.abortInBackground(uploadID, key: s3.key)
+            } else {
+                await context.note(
+                    "the server no longer knows the S3 upload of \(s3.displayName); starting a new one")
+            }
             return try await startMultipart(context, client: client)
         }
         let count = S3PartSizing.partCount(fileSize: size, partSize: partSize)
@@ -380,24 +396,55 @@ struct S3Client: Sendable {
         }
         throw S3Failure.make(
             status: response.status, error: S3Answer.error(in: response.bodyText), body: response.bodyText,
-            operation: operation, s3: s3, method: method, retryAfter: response.retryAfter)
+            operation: operation, s3: s3, method: method, retryAfter: response.retryAfter, bodyLength: body.length)
     }
 
-    /// Every part the server holds of an upload, or nil when it does not know the upload (NoSuchUpload).
-    func listParts(_ uploadID: String, key: String) async throws -> [S3Answer.ListedPart]? {
+    /// What ListParts says of an upload.
+    enum PartListing: Sendable, Equatable {
+        /// Every part the server holds.
+        case parts([S3Answer.ListedPart])
+        /// NoSuchUpload: aborted, expired, or completed.
+        case unknownUpload
+        /// A server without ListParts: 501, a 500 twice in a row, or a 404 without S3's error
+        /// document (`answer` says which, for the job's history).
+        case unsupported(_ answer: String)
+    }
+
+    /// Pause before asking ListParts again after a 500: S3 itself answers one now and then.
+    static let listPartsPause: Duration = .seconds(1)
+
+    /// Every part the server holds of an upload, or why it cannot say. Any other error keeps its
+    /// class (a 503 SlowDown is retried, a 403 is not).
+    func listParts(_ uploadID: String, key: String) async throws -> PartListing {
         var parts: [S3Answer.ListedPart] = []
         var marker = 0
+        var serverErrors = 0
         let encodedID = SigV4Signer.uriEncode(uploadID, encodeSlash: true)
         while true {
             let query = "max-parts=1000&part-number-marker=\(marker)&uploadId=\(encodedID)"
             let response = try await send(
-                "GET", key: key, query: query, operation: "ListParts", accepting: [404], maxResponseBytes: 4 << 20)
-            if response.status == 404 {
-                let error = S3Answer.error(in: response.bodyText)
-                if error == nil || error?.code == "NoSuchUpload" { return nil }
+                "GET", key: key, query: query, operation: "ListParts", accepting: [404, 500, 501],
+                maxResponseBytes: 4 << 20)
+            let error = S3Answer.error(in: response.bodyText)
+            let answered = "HTTP \(response.status)\(error.map { " \($0.code)" } ?? "")"
+            switch response.status {
+            case 404 where error?.code == "NoSuchUpload":
+                return .unknownUpload
+            case 404 where error == nil:
+                return .unsupported("\(answered), not S3's NoSuchUpload")
+            case 404:
                 throw S3Failure.make(
                     status: 404, error: error, body: response.bodyText, operation: "ListParts", s3: s3, method: "GET",
                     retryAfter: nil)
+            case 501:
+                return .unsupported(answered)
+            case 500:
+                serverErrors += 1
+                if serverErrors >= 2 { return .unsupported("\(answered) twice") }
+                try await Task.sleep(for: Self.listPartsPause)
+                continue
+            default:
+                serverErrors = 0
             }
             let page = S3Answer.partsPage(in: response.bodyText)
             parts += page.parts
@@ -415,7 +462,7 @@ struct S3Client: Sendable {
             }
             marker = next
         }
-        return parts
+        return .parts(parts)
     }
 
     /// AbortMultipartUpload; an upload already gone is fine.
@@ -442,6 +489,14 @@ struct S3Client: Sendable {
 
 /// S3 errors as classified failures, with the server's code and message.
 enum S3Failure {
+    /// The hint for a request refused as too large: a proxy's body limit (nginx: 1 MiB by
+    /// default) in front of the S3 server, since S3 takes parts up to 5 GiB.
+    static func tooLarge(_ bodyLength: Int64?) -> String {
+        let sent = bodyLength.map { $0 > 0 ? "a request of \(ChunkRefusal.shown($0))" : "the request" } ?? "the request"
+        return
+            "the server, or a proxy in front of it, refused \(sent) as too large; S3 parts cannot be smaller than 5 MiB (but the last), so raise that limit (nginx: client_max_body_size) above the part size (--chunk-size; 5M at the least)"
+    }
+
     /// Codes worth another try whatever their status: S3 answers 400 RequestTimeout for an idle
     /// socket, and BadDigest or a SHA-256 mismatch when bytes were damaged in flight.
     static let retryableCodes: Set<String> = [
@@ -449,9 +504,10 @@ enum S3Failure {
         "OperationAborted",
     ]
 
+    /// `bodyLength`: the bytes the request sent, named when the server refused them as too large.
     static func make(
         status: Int, error: S3Answer.ErrorDocument?, body: String, operation: String, s3: S3Target, method: String,
-        retryAfter: Duration?
+        retryAfter: Duration?, bodyLength: Int64? = nil
     ) -> TransferFailure {
         var message = "S3 \(method) \(s3.displayName) (\(operation)): \(status)"
         if let error {
@@ -468,17 +524,28 @@ enum S3Failure {
             message += " (check the S3 credentials from \(s3.credentials.source) and the region \(s3.region))"
         case "NoSuchBucket":
             message += " (create the bucket \(s3.bucket) first, or check the endpoint \(s3.endpoint))"
+        case "AuthorizationHeaderMalformed" where !(error?.message.lowercased().contains("region") ?? false):
+            // AWS names the region it expected; a server that says nothing of one could not read
+            // the header itself, and a region would not help.
+            message +=
+                " (the server could not read the Authorization header uploadd wrote as the AWS SDKs write it; check the endpoint \(s3.endpoint) is an S3 server, and report this with its name and version)"
         case "AuthorizationHeaderMalformed", "PermanentRedirect":
             message +=
                 " (the bucket may be in another region than \(s3.region); set region in the remote or AWS_REGION)"
         case "RequestTimeTooSkewed":
             message += " (this machine's clock is off; SigV4 signatures are valid for 15 minutes)"
+        case "EntityTooLarge":
+            message += " (\(tooLarge(bodyLength)))"
         default:
             if error == nil && (status == 401 || status == 403) {
                 message += " (check the S3 credentials from \(s3.credentials.source))"
+            } else if status == 413 {
+                message += " (\(tooLarge(bodyLength)))"
             }
         }
         let retryable = HTTPStatus.isRetryable(status) || error.map { retryableCodes.contains($0.code) } ?? false
+        // (A 413 is not retried, nor is the part halved as a tus chunk is: S3 takes no part under
+        // 5 MiB but the last, so a limit on request bodies that low has to be raised.)
         return TransferFailure(
             JobError(code: "http", message: message, status: status == 200 ? nil : status), retryable: retryable,
             retryAfter: retryAfter)

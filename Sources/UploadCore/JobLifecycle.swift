@@ -24,7 +24,8 @@ public struct JobEffects: OptionSet, Sendable {
 
     /// Stop the running transfer at its next safe point.
     public static let stopTransfer = JobEffects(rawValue: 1 << 0)
-    /// Tell the server to drop a partial upload (tus DELETE, S3 AbortMultipartUpload).
+    /// Tell the server to drop a partial upload (tus DELETE, S3 AbortMultipartUpload): after a
+    /// cancel or remove, and when an attempt fails the job for good.
     public static let discardServerUpload = JobEffects(rawValue: 1 << 1)
     /// Delete the job's snapshot from the cache.
     public static let deleteCachedFile = JobEffects(rawValue: 1 << 2)
@@ -117,6 +118,8 @@ extension Job {
 
     /// The attempt ended. `madeProgress` tells whether the server committed more bytes during it.
     /// An outcome that arrives after the job was paused, canceled or removed changes nothing.
+    /// A job that fails for good has its partial upload dropped, so that nothing is left
+    /// half-written on the server (a resume or retry then starts over).
     public mutating func finishAttempt(
         _ outcome: AttemptOutcome, madeProgress: Bool, policy: RetryPolicy, at now: Date,
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
@@ -136,7 +139,7 @@ extension Job {
             fail(
                 jobError, retryable: retryable, retryAfter: retryAfter, madeProgress: madeProgress, policy: policy,
                 at: now, random: random, what: "attempt \(attempts)")
-            return .reschedule
+            return state == .failed ? [.reschedule, .discardServerUpload] : .reschedule
         case .noNetwork(let reason):
             // Not an attempt at all: the machine is offline. Nothing is spent from either budget.
             attempts = max(attempts - 1, 0)

@@ -184,7 +184,7 @@ struct JobLifecycleTests {
             job.start(at: now)
         }
         let effects = job.finishAttempt(failure, madeProgress: false, policy: policy, at: now, random: upper)
-        #expect(effects == [reschedule])
+        #expect(effects == [reschedule, discard], "failed for good: the server's partial upload is dropped")
         #expect(job.state == .failed)
         #expect(job.nextAttemptAt == nil)
         #expect(job.failuresWithoutProgress == 3)
@@ -216,7 +216,7 @@ struct JobLifecycleTests {
         let error = JobError(code: "http", message: "PUT u: HTTP 403 Forbidden", status: 403)
         let effects = job.finishAttempt(
             .failed(error, retryable: false, retryAfter: nil), madeProgress: false, policy: policy, at: now)
-        #expect(effects == [reschedule])
+        #expect(effects == [reschedule, discard])
         #expect(job.state == .failed)
         #expect(job.error == error)
         #expect(job.nextAttemptAt == nil)

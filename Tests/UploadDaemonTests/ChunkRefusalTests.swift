@@ -106,6 +106,28 @@ struct ChunkRefusalTests {
         #expect(failure?.error.message.contains("at most 64 bytes (Tus-Max-Size); the file has 100") == true)
     }
 
+    /// A failed job's upload is terminated when the server offers termination; a server without it,
+    /// or one that lists it but answers 405 (django-tus), keeps it, and that is no error to retry.
+    @Test(arguments: [
+        ("creation", 204, false), ("creation,termination", 405, true), ("creation,termination", 204, true),
+    ])
+    func aDiscardDeletesOnlyWhereTheServerTerminates(extensions: String, deleteStatus: Int, deletes: Bool)
+        async throws
+    {
+        let endpoint = "http://127.0.0.1:41306/files/"
+        let http = ScriptedHTTP { request in
+            switch request.method {
+            case "OPTIONS": return ScriptedHTTP.answer(204, ["Tus-Resumable": "1.0.0", "Tus-Extension": extensions])
+            default: return ScriptedHTTP.answer(deleteStatus)
+            }
+        }
+        var job = Job(id: JobID(1), spec: JobSpec(source: "/a.bin", destination: endpoint), createdAt: Date())
+        job.checkpoint = Checkpoint(TusCheckpoint(uploadURL: "\(endpoint)9", expires: nil))
+        let target = ResolvedTarget(uploadProtocol: .tus, url: endpoint, fileName: "a.bin")
+        try await TusTransfer(http: http).discardPartialUpload(job, target: target)
+        #expect(http.requests.contains("DELETE \(endpoint)9") == deletes, "\(http.requests)")
+    }
+
     /// The block protocol: every block has the size its init named, so a refused block begins a
     /// new upload with blocks of half the size.
     @Test func aRefusedBlockStartsANewUploadWithHalfSizedBlocks() async throws {

@@ -13,6 +13,8 @@ final class FakeTransfer: Transfer {
         /// Succeeds with no progress committed before the end, as one request's upload (PUT, POST).
         case succeedInOneRequest
         case fail(TransferFailure)
+        /// Journals a checkpoint (as a server's upload URL would be), then fails.
+        case failHoldingUpload(TransferFailure)
         /// Runs until `release(name)` has been called (then succeeds) or until the task is canceled.
         case hold
     }
@@ -62,6 +64,9 @@ final class FakeTransfer: Transfer {
         case .succeed, .succeedInOneRequest:
             break
         case .fail(let failure):
+            throw failure
+        case .failHoldingUpload(let failure):
+            try await context.commit(0, Checkpoint(kind: "fake", payload: Array(name.utf8)), true)
             throw failure
         case .hold:
             while !record.withLock({ $0.released.contains(name) }) {

@@ -55,6 +55,30 @@ struct SchedulerAttemptTests {
         await harness.stop()
     }
 
+    /// Issue 48: a job that fails for good drops what the server holds of its upload (a tus
+    /// upload, an S3 multipart upload), as cancel does; a failure that is retried keeps it.
+    @Test func aJobThatFailsForGoodDiscardsItsPartialUpload() async throws {
+        let fake = FakeTransfer()
+        fake.script("gone.bin", [.failHoldingUpload(Self.forbidden)])
+        fake.script("again.bin", [.failHoldingUpload(.network("connection reset by peer")), .hold])
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(), fake: fake)
+        let failed = try await harness.add("gone.bin")
+        let retried = try await harness.add("again.bin")
+        #expect(await harness.wait(failed, .failed))
+        #expect(
+            await eventually { fake.snapshot.discarded == ["gone.bin"] }, "the failed job's upload is dropped")
+        #expect(
+            await eventually {
+                await harness.job(failed)?.history?.last?.message.contains("let go of the partial upload") == true
+            })
+        #expect(await harness.waitUntilUploading("again.bin"))
+        #expect(fake.snapshot.discarded == ["gone.bin"], "a retried job keeps its upload")
+        fake.release("again.bin")
+        #expect(await harness.wait(retried, .completed))
+        #expect(await harness.job(failed)?.state == .failed, "still failed, to resume or retry")
+        await harness.stop()
+    }
+
     /// `retry_for`: past its attempt count, a job keeps retrying until it has been failing for
     /// longer than the time budget, then fails saying for how long. Hours pass on a test clock.
     @Test func retriesGoOnUntilTheTimeBudgetIsSpent() async throws {

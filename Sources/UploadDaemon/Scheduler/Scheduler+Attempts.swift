@@ -220,6 +220,12 @@ extension Scheduler {
         // this one again: it is done).
         markEnding(&job)
         store.apply(.job(job))
+        // Failed for good: what the server holds of the upload (a tus upload, an S3 multipart
+        // upload) is dropped in the background, after this end in the journal; the job keeps its
+        // checkpoint until the server has let go, and a resume then starts over.
+        if effects.contains(.discardServerUpload), job.state == .failed, job.checkpoint != nil {
+            discardPartialUpload(of: job, thenForget: false)
+        }
         // With other uploads running, more ends are coming: this one's sync waits a moment to share
         // theirs (small files end hundreds of times a second). Its slot is free already.
         let ticket = queueDurably([.job(job)], within: running.isEmpty ? .zero : Self.sharedSyncDelay)

@@ -641,7 +641,7 @@ extension Scheduler {
                     if !target.needsProbe {
                         try await makeTransfer(target.uploadProtocol, http).discardPartialUpload(latest, target: target)
                     }
-                    await self?.partialUploadDiscarded(job.id, forget: forget)
+                    await self?.partialUploadDiscarded(job.id, forget: forget, checkpoint: latest.checkpoint)
                     return
                 } catch {
                     Log.job(
@@ -651,13 +651,21 @@ extension Scheduler {
         }
     }
 
-    private func partialUploadDiscarded(_ id: JobID, forget: Bool) async {
+    /// `checkpoint`: the one whose upload the server dropped. A failed job resumed meanwhile may
+    /// be running with it, or with a new upload's: either way its checkpoint is its attempt's now.
+    private func partialUploadDiscarded(_ id: JobID, forget: Bool, checkpoint: Checkpoint?) async {
         guard var job = store.jobs[id] else { return }
         let record: JournalRecord
         if forget {
             record = forgetInMemory(job)
         } else {
+            guard job.state == .canceled || job.state == .failed, job.checkpoint == checkpoint else { return }
             job.checkpoint = nil
+            if job.state == .failed {
+                job.record(
+                    "let go of the partial upload on the server (dropped where the server allows it); resume or retry uploads the file from the start",
+                    at: dependencies.now())
+            }
             store.apply(.job(job))
             record = .job(job)
         }

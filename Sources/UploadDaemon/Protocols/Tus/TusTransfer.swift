@@ -142,9 +142,33 @@ struct TusTransfer: Transfer {
         return JobResult(url: Redaction.redactURL(url), status: 204)
     }
 
+    /// After a cancel, a remove, or a failure for good: DELETE, when the server offers termination.
+    /// A server without it (or one that lists it but answers 405 or 501, as django-tus does) keeps
+    /// the upload until it expires; nothing more can be done, so that is not an error to retry.
     func discardPartialUpload(_ job: Job, target: ResolvedTarget) async throws {
         guard let url = job.checkpoint(as: TusCheckpoint.self)?.uploadURL else { return }
-        try await terminate(try target.checkServerURL(url, for: "the tus upload"), target: target)
+        let checked = try target.checkServerURL(url, for: "the tus upload")
+        // An OPTIONS that fails says nothing either way: the DELETE is tried.
+        if let server = try? await TusServer.discover(http: http, target: target),
+            !server.extensions.contains("termination")
+        {
+            Log.info(
+                "job \(job.id): the tus server does not offer termination; it keeps the partial upload until it expires"
+            )
+            return
+        }
+        let response = try await http.send(target.request("DELETE", url: checked, headers: [Self.resumable]))
+        switch response.status {
+        case 200..<300, 404, 410: return
+        case 405, 501:
+            Log.info(
+                "job \(job.id): the tus server refused to terminate the partial upload (HTTP \(response.status)); it keeps it until it expires"
+            )
+        default:
+            throw TransferFailure.http(
+                status: response.status, method: "DELETE", url: Redaction.redactURL(checked), body: response.bodyText,
+                retryAfter: response.retryAfter)
+        }
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {

@@ -26,6 +26,8 @@ final class CurlRequest {
     private var headBody: UnsafeMutableRawPointer?
     private(set) var responseHeaders: [KeyValue] = []
     private(set) var responseBody: [UInt8] = []
+    /// The status lines of the answers, interim ones (100 Continue) first: the final one's reason phrase.
+    private(set) var statusLines: [String] = []
     /// Whether the last answer's head ended with its blank line: libcurl reports success for a
     /// connection closed in the middle of the headers.
     private(set) var headersComplete = false
@@ -124,6 +126,8 @@ final class CurlRequest {
     /// The failure of a finished transfer, or nil when it got an answer.
     func failure(for code: CURLcode) -> TransferFailure? {
         if code == CURLE_OK { return nil }
+        // A request that wanted the head alone stopped at the body's first byte: it got its answer.
+        if code == CURLE_WRITE_ERROR && request.headersOnly && headersComplete { return nil }
         let detail = String(cString: errorBuffer)
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         let target = "\(request.method) \(Redaction.redactURL(request.url))"
@@ -161,7 +165,9 @@ final class CurlRequest {
         return code
     }
 
-    func response() -> HTTPResponse { HTTPResponse(status: status, headers: responseHeaders, body: responseBody) }
+    func response() -> HTTPResponse {
+        HTTPResponse(status: status, headers: responseHeaders, body: responseBody, statusLines: statusLines)
+    }
 
     /// The failure of a transfer libcurl called a success, when its answer was cut short.
     var incompleteAnswer: TransferFailure? {
@@ -268,15 +274,19 @@ final class CurlRequest {
 
     // MARK: Callbacks' entry points
 
-    fileprivate func appendBody(_ pointer: UnsafeRawPointer, _ count: Int) {
+    /// False stops the transfer: a request that wants the head alone (`headersOnly`).
+    fileprivate func appendBody(_ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
+        if request.headersOnly { return false }
         let room = request.maxResponseBytes - responseBody.count
         if room > 0 { responseBody.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: min(room, count))) }
+        return true
     }
 
     /// One header line as curl hands it over (with its CRLF). Parsed as bytes: Foundation's
     /// trimming bridged every line through NSString, which showed in the profile of many small PUTs.
     fileprivate func appendHeaderLine(_ line: UnsafeRawBufferPointer) {
         if line.starts(with: "HTTP/".utf8) {
+            statusLines.append(String(decoding: Self.trimmed(line[...]), as: UTF8.self))
             responseHeaders.removeAll()  // a new response (after 100 Continue or a redirect)
             headersComplete = false
             return
@@ -498,8 +508,8 @@ private let curlSeek: @convention(c) (UnsafeMutableRawPointer?, curl_off_t, Int3
 private let curlWrite: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     pointer, size, count, userdata in
     guard let pointer, let userdata else { return 0 }
-    Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().appendBody(pointer, size * count)
-    return size * count
+    let wanted = Unmanaged<CurlRequest>.fromOpaque(userdata).takeUnretainedValue().appendBody(pointer, size * count)
+    return wanted ? size * count : 0
 }
 
 private let curlHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {

@@ -32,6 +32,10 @@ struct HTTPRequest: Sendable {
     var minSpeedTime = 120
     /// The start of the answer kept for results and error messages.
     var maxResponseBytes = 64 << 10
+    /// The answer's status line and headers are all that is wanted: the transfer ends at the
+    /// body's first byte (an `auto` probe, `remotes --test`: a server whose answer never ends
+    /// cannot hold them).
+    var headersOnly = false
 
     init(method: String, url: String, headers: [KeyValue] = [], body: HTTPBody = .none) {
         self.method = method
@@ -95,6 +99,24 @@ struct HTTPResponse: Sendable {
     var status: Int
     var headers: [KeyValue]
     var body: [UInt8]
+    /// The status lines as received, interim answers (100 Continue) before the final one.
+    var statusLines: [String] = []
+    /// The URL that gave this answer, when same-origin redirects were followed to it (`HTTPSemantics`).
+    var redirectedURL: String?
+
+    /// The final answer's reason phrase as the server wrote it ("" when it wrote none).
+    var reason: String {
+        guard let line = statusLines.last else { return "" }
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        return parts.count > 2 ? parts[2].trimmingCharacters(in: .whitespaces) : ""
+    }
+
+    /// Whether an interim `100 Continue` came before the final answer.
+    var continued: Bool {
+        statusLines.dropLast().contains { line in
+            line.split(separator: " ", maxSplits: 2).dropFirst().first == "100"
+        }
+    }
 
     func header(_ name: String) -> String? {
         let lower = name.lowercased()

@@ -62,15 +62,17 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The server answered with an error status. `body` is the start of its answer.
-    /// `location`: the answer's Location header, named when the server redirects (uploads never
-    /// follow a redirect: the file's bytes and the credentials would go where the user did not say).
+    /// `location`: the answer's Location header, named when the server redirects to another origin
+    /// (the file's bytes and the credentials would go where the user did not say).
     /// `hint`: what to do, in place of the status's usual one (a 413 to one chunk of a file is not
     /// about the file's size).
+    /// `reasonPhrase`: the status line's own text, which some servers (Python's http.server) fill
+    /// with what went wrong.
     public static func http(
         status: Int, method: String, url: String, body: String, retryAfter: Duration?, location: String? = nil,
-        hint: String? = nil
+        hint: String? = nil, reasonPhrase: String? = nil
     ) -> TransferFailure {
-        let detail = Self.summarize(body)
+        let detail = Self.summarize(body, reasonPhrase: reasonPhrase)
         let reason = HTTPStatus.reason(status)
         var message = "\(method) \(url): HTTP \(status) \(reason)"
         if !detail.isEmpty { message += ": \(detail)" }
@@ -90,17 +92,100 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
             retryable: HTTPStatus.isRetryable(status), retryAfter: retryAfter)
     }
 
-    /// One line of the server's answer, without markup, at most 200 characters.
-    public static func summarize(_ body: String) -> String {
-        var text = body
-        if let title = text.range(of: "<title>"),
-            let end = text.range(of: "</title>", range: title.upperBound..<text.endIndex)
-        {
-            text = String(text[title.upperBound..<end.lowerBound])
+    /// One line of the server's answer, without markup, at most 200 characters: the reason phrase
+    /// when the server wrote its own (not the standard one), and the body's text. An HTML page
+    /// gives its title, or when the title says no more than the status ("Error response", "400
+    /// Bad Request"), the text of its body without the lines that only repeat the status.
+    public static func summarize(_ body: String, reasonPhrase: String? = nil) -> String {
+        let phrase = reasonPhrase.map { $0.trimmingCharacters(in: .whitespaces) }.flatMap {
+            $0.isEmpty || isGeneric($0) ? nil : $0
         }
-        let oneLine = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        var text = body
+        if let title = text.range(of: "<title>", options: .caseInsensitive),
+            let end = text.range(of: "</title>", options: .caseInsensitive, range: title.upperBound..<text.endIndex)
+        {
+            let titleText = decodeEntities(String(text[title.upperBound..<end.lowerBound]))
+            let own = isGeneric(titleText) ? ownText(ofPage: body, title: titleText) : []
+            text = own.isEmpty ? titleText : own.joined(separator: " ")
+        }
+        var oneLine = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }.joined(separator: " ")
+        if let phrase {
+            if oneLine.isEmpty || isGeneric(oneLine) || oneLine.contains(phrase) {
+                oneLine = phrase
+            } else {
+                oneLine = phrase + "; " + oneLine
+            }
+        }
         return oneLine.count > 200 ? String(oneLine.prefix(200)) + "…" : oneLine
+    }
+
+    /// The lines of an HTML page's body that say more than its status: no head, comments,
+    /// scripts, markup, nor the server's signature after the first `<hr>`.
+    static func ownText(ofPage page: String, title: String) -> [String] {
+        var html = page
+        for (open, close) in [("<head", "</head>"), ("<!--", "-->"), ("<script", "</script>"), ("<style", "</style>")] {
+            while let start = html.range(of: open, options: .caseInsensitive),
+                let end = html.range(of: close, options: .caseInsensitive, range: start.upperBound..<html.endIndex)
+            {
+                html.removeSubrange(start.lowerBound..<end.upperBound)
+            }
+        }
+        if let rule = html.range(of: "<hr", options: .caseInsensitive) { html = String(html[..<rule.lowerBound]) }
+        var lines: [String] = []
+        var inTag = false
+        var line = ""
+        for character in html {
+            if character == "<" {
+                inTag = true
+                lines.append(line)
+                line = ""
+            } else if character == ">" {
+                inTag = false
+            } else if !inTag {
+                if character.isNewline {
+                    lines.append(line)
+                    line = ""
+                } else {
+                    line.append(character)
+                }
+            }
+        }
+        lines.append(line)
+        return lines.map { decodeEntities($0).trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty && $0 != title && !isGeneric($0) && !$0.lowercased().hasPrefix("error code explanation:")
+        }
+    }
+
+    /// Whether a text says no more than an HTTP status does: a standard reason phrase, a status
+    /// number, "Error response", "Error code: 400" or a mix of those.
+    static func isGeneric(_ text: String) -> Bool {
+        let words = text.lowercased().unicodeScalars.map { CharacterSet.letters.contains($0) ? Character($0) : " " }
+        let letters = String(words).split(separator: " ").joined(separator: " ")
+        if letters.isEmpty { return true }
+        if ["error response", "error code", "error", "http error"].contains(letters) { return true }
+        return genericPhrases.contains(letters)
+    }
+
+    /// Standard reason phrases (RFC 9110 and the older names servers still send), lowercased.
+    private static let genericPhrases: Set<String> = [
+        "continue", "ok", "created", "accepted", "no content", "multi status", "moved permanently", "found",
+        "see other", "not modified", "temporary redirect", "permanent redirect", "bad request", "unauthorized",
+        "payment required", "forbidden", "not found", "method not allowed", "not acceptable", "request timeout",
+        "conflict", "gone", "length required", "precondition failed", "content too large", "payload too large",
+        "request entity too large", "uri too long", "request uri too long", "unsupported media type",
+        "range not satisfiable", "requested range not satisfiable", "expectation failed",
+        "unprocessable entity", "unprocessable content", "locked", "failed dependency", "too many requests",
+        "internal server error", "not implemented", "bad gateway", "service unavailable", "gateway timeout",
+        "http version not supported", "insufficient storage",
+    ]
+
+    private static func decodeEntities(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        return text.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
+            .replacingOccurrences(of: "&#x27;", with: "'").replacingOccurrences(of: "&lt;", with: "<")
+            .replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&nbsp;", with: " ")
+            .replacingOccurrences(of: "&amp;", with: "&")
     }
 }
 

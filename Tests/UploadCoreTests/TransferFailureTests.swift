@@ -70,6 +70,37 @@ struct TransferFailureTests {
         #expect(message.contains("check the user and password"))
     }
 
+    /// Python's http.server: the message in the reason phrase, a page titled "Error response".
+    @Test func aGenericPageGivesWayToTheReasonPhraseAndTheBodysOwnText() {
+        let page = """
+            <!DOCTYPE HTML>
+            <html lang="en">
+                <head>
+                    <meta charset="utf-8">
+                    <title>Error response</title>
+                </head>
+                <body>
+                    <h1>Error response</h1>
+                    <p>Error code: 400</p>
+                    <p>Message: Field &quot;files&quot; not found.</p>
+                    <p>Error code explanation: 400 - Bad request syntax or unsupported method.</p>
+                </body>
+            </html>
+            """
+        let message = TransferFailure.http(
+            status: 400, method: "POST", url: "http://h/upload", body: page, retryAfter: nil,
+            reasonPhrase: "Field \"files\" not found.")
+        #expect(message.error.message == "POST http://h/upload: HTTP 400 Bad Request: Field \"files\" not found.")
+        #expect(TransferFailure.summarize(page) == "Message: Field \"files\" not found.")
+        // A standard reason phrase adds nothing; a title that says something stays the message.
+        #expect(
+            TransferFailure.summarize("<title>Quota exceeded</title>", reasonPhrase: "Forbidden") == "Quota exceeded")
+        #expect(
+            TransferFailure.summarize("{\"error\":\"no file\"}", reasonPhrase: "Bad Request")
+                == "{\"error\":\"no file\"}")
+        #expect(TransferFailure.summarize("", reasonPhrase: "Disk quota exceeded") == "Disk quota exceeded")
+    }
+
     @Test func longBodiesAreCutToOneShortLine() {
         let body = String(repeating: "word ", count: 200) + "\nsecond line"
         let summary = TransferFailure.summarize(body)

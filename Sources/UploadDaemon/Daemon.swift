@@ -159,7 +159,8 @@ final class Daemon: Sendable {
         let scheduler = Scheduler(
             replayed: replay.state, config: config,
             dependencies: Scheduler.Dependencies(
-                journal: journal, http: http, snapshots: snapshots, events: events, environment: environment,
+                journal: journal, http: HTTPSemantics(http), snapshots: snapshots, events: events,
+                environment: environment,
                 umask: userUmask,
                 reportStatus: { notifier.status($0) },
                 reachability: { url, fresh in

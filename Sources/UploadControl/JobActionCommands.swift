@@ -148,10 +148,14 @@ struct DeleteCommand: JobActionCommand {
     static let acceptsAll = false
     var selection: JobSelection
 
-    /// A job that had not completed had nothing on the server: it was only removed.
+    /// A job that had not completed had nothing on the server: it was only removed. The daemon
+    /// ends a deleted job's history with what the server said: `it was not on the server (404)`.
     static func describe(_ job: JobInfo) -> String {
-        job.state == .completed
-            ? verb : "removed (it had not uploaded anything, so nothing was on the server to delete)"
+        guard job.state == .completed else {
+            return "removed (it had not uploaded anything, so nothing was on the server to delete)"
+        }
+        if let last = job.history?.last?.message, last.hasPrefix("it was not on the server") { return last }
+        return verb
     }
 }
 

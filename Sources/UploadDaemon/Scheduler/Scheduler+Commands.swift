@@ -561,8 +561,8 @@ extension Scheduler {
             }
             do throws(RPCError) {
                 if job.state == .completed {
-                    try await deleteUpload(of: job)
-                    results.append(info(for: job))
+                    // With its history, whose last event says whether the server had the file.
+                    results.append(info(for: try await deleteUpload(of: job), includeHistory: true))
                 } else {
                     results += try await perform(.remove, selection: JobSelection(ids: [id]))
                 }
@@ -573,14 +573,24 @@ extension Scheduler {
         return (results, errors)
     }
 
-    private func deleteUpload(of job: Job) async throws(RPCError) {
+    /// The job as it was forgotten: its last history event says what the server answered.
+    private func deleteUpload(of original: Job) async throws(RPCError) -> Job {
+        var job = original
         do {
             let target = try TargetResolver(
                 config: config, environment: dependencies.environment, umask: dependencies.umask
             ).resolve(job)
             let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
-            try await transfer.deleteUploaded(job, target: target)
-            Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
+            switch try await transfer.deleteFromServer(job, target: target) {
+            case .deleted:
+                job.record(Self.deletedEvent, at: dependencies.now())
+                Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
+            case .absent(let status):
+                job.record(Self.notOnServerEvent(status), at: dependencies.now())
+                Log.job(
+                    .info, JobLogContext(job),
+                    "\(job.result?.url ?? "the upload") was not on the server (HTTP \(status)): nothing deleted")
+            }
         } catch {
             let message = (error as? TransferFailure)?.error.message ?? "\(error)"
             throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(job.id): delete failed: \(message)")
@@ -591,7 +601,12 @@ extension Scheduler {
         } catch {
             throw Self.appliedButNotSaved("delete job \(job.id)", error)
         }
+        return job
     }
+
+    /// The history events `job.delete` ends a job's history with (uploadctl prints them).
+    static let deletedEvent = "deleted from the server"
+    static func notOnServerEvent(_ status: Int) -> String { "it was not on the server (\(status))" }
 
     /// Acts on a transition's effects in memory, at once, and returns the record to journal.
     private func applyInMemory(_ effects: JobEffects, for planned: Job) -> JournalRecord {

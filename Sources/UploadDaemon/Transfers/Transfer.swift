@@ -15,10 +15,25 @@ protocol Transfer: Sendable {
 
     /// Removes the uploaded object from the server (`uploadctl delete`).
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws
+
+    /// `deleteUploaded`, saying whether the server still had the file.
+    func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome
 }
 
 extension Transfer {
     func discardPartialUpload(_ job: Job, target: ResolvedTarget) async throws {}
+
+    func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome {
+        try await deleteUploaded(job, target: target)
+        return .deleted
+    }
+}
+
+/// What `uploadctl delete` found on the server.
+enum DeleteOutcome: Sendable, Equatable {
+    case deleted
+    /// The server answered that there was nothing there (HTTP 404 or 410).
+    case absent(status: Int)
 }
 
 /// Everything an attempt needs, fixed when it starts.

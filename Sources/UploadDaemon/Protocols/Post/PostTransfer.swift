@@ -4,7 +4,9 @@ import UploadWire
 
 /// multipart/form-data POST, the file streamed from disk in one part after the extra fields.
 /// The server's status and the start of its answer land in `result`, with the uploaded file's URL
-/// when the answer is JSON that names one.
+/// when the answer is JSON that names one. A 303 See Other (or 301, 302) is how a form's server
+/// says "stored, see it there" (RFC 9110 §15.4.4): a success, its `Location` the result, and
+/// nothing fetched from it.
 struct PostTransfer: Transfer {
     let http: any HTTPSending
 
@@ -17,22 +19,34 @@ struct PostTransfer: Transfer {
                 name: target.fileField, fileName: target.fileName,
                 contentType: MIMETypes.shared.type(forFileName: target.fileName), region: region))
         let response = try await http.send(target.request("POST", body: .multipart(parts)), meter: context.meter)
+        let postURL = response.redirectedURL ?? target.url
+        if Self.seeOther.contains(response.status), let location = response.header("location") {
+            try context.source.confirmUnchanged()
+            let url = URL(string: location, relativeTo: URL(string: postURL))?.absoluteString ?? location
+            return JobResult(
+                url: Redaction.redactURL(url), status: response.status, body: String(response.bodyText.prefix(4096)))
+        }
         guard HTTPStatus.isSuccess(response.status) else {
-            throw TransferFailure.http(
-                status: response.status, method: "POST", url: Redaction.redactURL(target.url), body: response.bodyText,
-                retryAfter: response.retryAfter, location: response.header("location"))
+            throw TransferFailure.http(response, method: "POST", url: target.url)
         }
         try context.source.confirmUnchanged()
         let url = response.resultURL(pointer: target.resultURLPointer)
         return JobResult(url: url, status: response.status, body: String(response.bodyText.prefix(4096)))
     }
 
+    /// The redirects after a POST that mean it was taken, and name where its result is.
+    static let seeOther: Set<Int> = [301, 302, 303]
+
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
+        _ = try await deleteFromServer(job, target: target)
+    }
+
+    func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome {
         guard let url = job.result?.url, url.hasPrefix("http") else {
             throw TransferFailure.config(
                 "the server did not say where job \(job.id)'s file is, so it cannot be deleted")
         }
-        try await HTTPDelete.send(
+        return try await HTTPDelete.send(
             http: http, target: target, url: try target.checkServerURL(url, for: "deleting the file"))
     }
 }

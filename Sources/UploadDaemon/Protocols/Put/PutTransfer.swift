@@ -3,8 +3,9 @@ import UploadCore
 import UploadWire
 
 /// HTTP PUT of the whole file to a URL (WebDAV servers, nginx, presigned URLs). Not resumable: a
-/// retry sends the file again. A 409 makes the missing WebDAV folders first (`WebDAVCollections`).
-/// `delete` sends DELETE to the same URL.
+/// retry sends the file again. A PUT refused the way servers refuse one into a missing folder
+/// (404, 409, 424, 500) asks whether the folder exists, makes the missing ones and sends the file
+/// once more (`WebDAVCollections`). `delete` sends DELETE to the same URL.
 struct PutTransfer: Transfer {
     let http: any HTTPSending
 
@@ -17,23 +18,30 @@ struct PutTransfer: Transfer {
         let region = FileRegion(file: context.source, offset: 0, length: context.source.size)
         let put = target.request("PUT", headers: extra, body: .file(region))
         var response = try await http.send(put, meter: context.meter)
-        if response.status == 409 {
-            // WebDAV: the folder does not exist. Make it, then send the file again (once).
-            try await WebDAVCollections(http: http).createParents(of: target.url, target: target)
-            await context.note("made the missing folders on the server")
-            context.meter.rewind(by: context.meter.bytesSent)
-            response = try await http.send(put, meter: context.meter)
+        if WebDAVCollections.mayMeanMissingFolder(response.status) {
+            // The folder may not exist. If the server says so, make it, then send the file again (once).
+            let folders = WebDAVCollections(http: http)
+            if try await folders.parentIsMissing(of: target.url, target: target, putStatus: response.status),
+                try await folders.createParents(of: target.url, target: target)
+            {
+                await context.note("the server answered the PUT with HTTP \(response.status): made the missing folders")
+                context.meter.rewind(by: context.meter.bytesSent)
+                response = try await http.send(put, meter: context.meter)
+            }
         }
         guard HTTPStatus.isSuccess(response.status) else {
-            throw TransferFailure.http(
-                status: response.status, method: "PUT", url: Redaction.redactURL(target.url), body: response.bodyText,
-                retryAfter: response.retryAfter, location: response.header("location"))
+            throw TransferFailure.http(response, method: "PUT", url: target.url)
         }
         try context.source.confirmUnchanged()
-        return JobResult(url: Redaction.redactURL(target.url), status: response.status, body: nil)
+        return JobResult(
+            url: Redaction.redactURL(response.redirectedURL ?? target.url), status: response.status, body: nil)
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
+        _ = try await deleteFromServer(job, target: target)
+    }
+
+    func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome {
         try await HTTPDelete.send(http: http, target: target, url: target.url)
     }
 }
@@ -41,13 +49,24 @@ struct PutTransfer: Transfer {
 /// DELETE of an uploaded object (or a tus upload, with `Tus-Resumable`); a 404 or 410 means it is
 /// already gone, which is what was wanted.
 enum HTTPDelete {
+    @discardableResult
     static func send(http: any HTTPSending, target: ResolvedTarget, url: String, headers: [KeyValue] = []) async throws
+        -> DeleteOutcome
     {
         let response = try await http.send(target.request("DELETE", url: url, headers: headers))
         guard HTTPStatus.isSuccess(response.status) || response.status == 404 || response.status == 410 else {
-            throw TransferFailure.http(
-                status: response.status, method: "DELETE", url: Redaction.redactURL(url), body: response.bodyText,
-                retryAfter: response.retryAfter, location: response.header("location"))
+            throw TransferFailure.http(response, method: "DELETE", url: url)
         }
+        return HTTPStatus.isSuccess(response.status) ? .deleted : .absent(status: response.status)
+    }
+}
+
+extension TransferFailure {
+    /// The server answered `method` to `url` with an error status: its reason phrase and the start
+    /// of its answer make the message.
+    static func http(_ response: HTTPResponse, method: String, url: String) -> TransferFailure {
+        .http(
+            status: response.status, method: method, url: Redaction.redactURL(url), body: response.bodyText,
+            retryAfter: response.retryAfter, location: response.header("location"), reasonPhrase: response.reason)
     }
 }

@@ -17,14 +17,30 @@ enum TransferRegistry {
 
     /// For an http destination under `auto`: the protocols that can tell from the server's answer
     /// whether it speaks them, in the order they are asked. A probe says what the server answered
-    /// and whether that means yes; one that cannot reach the server throws (the attempt is retried
-    /// with the probe, nothing decided).
+    /// and whether that means yes, from the status line and headers alone (`probeRequest`); one
+    /// that cannot reach the server throws (the attempt is retried with the probe, nothing
+    /// decided). One the server does not answer within `probeSeconds` decides nothing either:
+    /// the upload falls back to `fallback`, and the job's history says so.
     typealias Probe = @Sendable (any HTTPSending, ResolvedTarget) async throws -> (speaks: Bool, answered: String)
     private static let probes: [(UploadProtocol, Probe)] = [
         (.tus, { http, target in try await TusServer.probe(http: http, target: target) })
     ]
     /// What `auto` uploads an http destination with when no probe says yes.
     static let fallback = UploadProtocol.put
+
+    /// How long a probe may take to connect, and then to answer with its head.
+    static let probeSeconds = 5
+
+    /// A probe's request: bounded to `probeSeconds`, and ended at the first byte of the answer's
+    /// body (a server that sends an endless body to OPTIONS cannot hold it).
+    static func probeRequest(_ request: HTTPRequest) -> HTTPRequest {
+        var bounded = request
+        bounded.headersOnly = true
+        bounded.connectTimeout = min(request.connectTimeout, probeSeconds)
+        bounded.responseTimeout = probeSeconds
+        bounded.stallTimeout = min(request.stallTimeout, probeSeconds)
+        return bounded
+    }
 
     /// The protocols this build can upload with, as daemon.hello lists them.
     static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { makers[$0] != nil } }
@@ -51,7 +67,17 @@ enum TransferRegistry {
         var answers: [String] = []
         var chosen = fallback
         for (uploadProtocol, probe) in probes {
-            let (speaks, answered) = try await probe(http, target)
+            let speaks: Bool
+            let answered: String
+            do {
+                (speaks, answered) = try await probe(http, target)
+            } catch let failure as TransferFailure where ["timeout", "stalled"].contains(failure.error.code) {
+                // Connected, but no answer in time: a probe must not hold the upload for the day.
+                answers.append(
+                    "the server did not answer the \(uploadProtocol.rawValue) probe within \(probeSeconds) s (\(failure.error.message))"
+                )
+                break
+            }
             answers.append(answered)
             if speaks {
                 chosen = uploadProtocol

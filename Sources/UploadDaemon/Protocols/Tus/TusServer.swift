@@ -9,10 +9,12 @@ struct TusServer: Sendable {
     var maxSize: Int64?
 
     /// The `auto` probe: whether OPTIONS on the destination answers with `Tus-Resumable`, and
-    /// what it answered, for the job's history. A server that answers at all decides; one that
-    /// cannot be reached throws, so that the attempt is retried with the probe, not taken for PUT.
+    /// what it answered, for the job's history. A server that answers at all decides, by its
+    /// status line and headers (its body is never waited for); one that cannot be reached throws,
+    /// so that the attempt is retried with the probe, not taken for PUT.
     static func probe(http: any HTTPSending, target: ResolvedTarget) async throws -> (speaks: Bool, answered: String) {
-        let response = try await http.send(target.request("OPTIONS", headers: [TusTransfer.resumable]))
+        let response = try await http.send(
+            TransferRegistry.probeRequest(target.request("OPTIONS", headers: [TusTransfer.resumable])))
         if HTTPStatus.isSuccess(response.status) && response.header("tus-resumable") != nil {
             return (true, "the server answered OPTIONS with Tus-Resumable")
         }

@@ -8,7 +8,7 @@ struct AddCommand: ControlCommand {
     static let abstract = "Queue files for upload and print one job ID per line"
     static let synopsis = """
         PATH...|- --to DEST [--exclude GLOB]... [--hidden] [--follow] [-0] [--protocol \(UploadProtocol.alternatives)] [--header 'K: V']...
-              [--header-file FILE] [--field K=V]... [--user USER[:PASSWORD]] [--password-file FILE]
+              [--header-file FILE] [--field K=V]... [--file-field NAME] [--user USER[:PASSWORD]] [--password-file FILE]
               [--chunk-size SIZE] [--priority N] [--snapshot auto|copy|none] [--image SPEC] [--wait]
               [--meta K=V]... [--client-token TOKEN]
         """
@@ -32,6 +32,8 @@ struct AddCommand: ControlCommand {
           --header 'K: V'     an HTTP header to send; repeatable
           --header-file FILE  headers to send, one 'K: V' per line (keeps tokens out of ps)
           --field K=V         a form field for post and chunked; repeatable
+          --file-field NAME   post: the name of the form part that carries the file (default:
+                              the remote's file_field, else 'file'; PHP forms often want another)
           --user USER[:PW]    Basic auth credentials; without :PW the password is asked for on
                               the terminal, without echo
           --password-file F   the password for --user, from the first line of F
@@ -69,7 +71,8 @@ struct AddCommand: ControlCommand {
         """
     static let options: [OptionSpec] = [
         .value("--to", "DEST"), .value("--protocol", "NAME"), .value("--header", "'K: V'"),
-        .value("--header-file", "FILE"), .value("--field", "K=V"), .value("--user", "USER[:PASSWORD]"),
+        .value("--header-file", "FILE"), .value("--field", "K=V"), .value("--file-field", "NAME"),
+        .value("--user", "USER[:PASSWORD]"),
         .value("--password-file", "FILE"), .value("--chunk-size", "SIZE"),
         .value("--priority", "N"), .value("--snapshot", "MODE"), .value("--image", "SPEC"), .flag("--wait"),
         .value("--exclude", "GLOB"), .flag("--hidden"), .flag("--follow"), .flag("-0"),
@@ -86,6 +89,7 @@ struct AddCommand: ControlCommand {
     var headerFile: String?
     var passwordFile: String?
     var chunkSize: String?
+    var fileField: String?
     var priority: Int?
     var snapshot: SnapshotMode?
     var image: String?
@@ -132,6 +136,10 @@ struct AddCommand: ControlCommand {
         }
         headers = try parsed.values("--header").map { (text) throws(UsageError) in try ArgumentValues.header(text) }
         fields = try parsed.values("--field").map { (text) throws(UsageError) in try ArgumentValues.field(text) }
+        fileField = parsed.value("--file-field")
+        if let fileField, !FieldSyntax.isPartName(fileField) {
+            throw UsageError("--file-field needs a name of 1 to 256 printable characters without quotes")
+        }
         user = parsed.value("--user")
         if user?.isEmpty == true || user?.hasPrefix(":") == true { throw UsageError("--user needs a user name") }
         headerFile = parsed.value("--header-file")
@@ -174,6 +182,7 @@ struct AddCommand: ControlCommand {
             params.protocol = uploadProtocol
             params.headers = headers.isEmpty ? nil : headers
             params.fields = fields.isEmpty ? nil : fields
+            params.fileField = fileField
             params.user = user
             params.chunkSize = chunkSize
             params.priority = priority

@@ -26,6 +26,8 @@ public struct JobSpec: Codable, Sendable, Equatable {
     public var umask: UInt32?
     /// The batch the job was added in: the ID of the batch's first job.
     public var batch: JobID?
+    /// post: the name of the form part that carries the file; nil: the remote's `file_field`, else `file`.
+    public var fileField: String?
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],

@@ -54,6 +54,10 @@ public enum JobSpecBuilder {
             throw invalid("client_token must be 1 to 256 bytes")
         }
         if let metadata = params.metadata { try Self.checkMetadata(metadata) }
+        if let name = params.fileField, !FieldSyntax.isPartName(name) {
+            throw invalid(
+                "file_field must be 1 to 256 bytes of printable characters without quotes: '\(name.prefix(80))' is not")
+        }
         // Kept as given, but with spaces and such encoded, so that what is stored is a valid URL.
         let destinationText =
             if case .http = destination { Destination.encodingSpecialCharacters(params.destination) } else {
@@ -65,6 +69,7 @@ public enum JobSpecBuilder {
             snapshot: params.snapshot ?? .auto,
             clientToken: params.clientToken, metadata: params.metadata)
         spec.umask = params.umask.map { UInt32($0) }
+        spec.fileField = params.fileField
         // The daemon checks that it has the step and that its options are good (`Preparer.validate`).
         if let image = params.image { spec.preparation = [PreparationRequest(step: "image", options: image)] }
         return spec

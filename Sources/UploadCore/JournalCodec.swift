@@ -183,6 +183,13 @@ extension JobSpec {
             }
         }
         writer.write(batch.map(\.rawValue)) { $0.write($1) }
+        // Format 5, added without a bump: only when set (every other job keeps the bytes format 5
+        // wrote). A daemon that predates it sends such a job's file in the part the remote names
+        // (or `file`): to the same URL, with the same bytes and credentials, where the server
+        // refuses the form (its field is missing) or files it as any part. Not worth making every
+        // journal unreadable to older daemons, as a bump does. A field added after it writes it
+        // always (nil or not) first.
+        if let fileField { writer.write(fileField as String?) { $0.write($1) } }
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -214,6 +221,9 @@ extension JobSpec {
         }
         batch = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in JobID(try reader.readUInt64()) }
+        }
+        fileField = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+            try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         }
         // No released daemon accepted an image SPEC; were one ever set, it is the image step.
         if let image, preparation.isEmpty { preparation = [PreparationRequest(step: "image", options: image)] }

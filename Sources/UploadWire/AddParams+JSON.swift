@@ -50,6 +50,9 @@ extension AddParams {
         case "chunk_size":
             guard let size = value.wholeNumber(Int64.self).map(String.init) ?? value.plainString else { return false }
             params.chunkSize = size
+        case "file_field":
+            guard let name = value.plainString else { return false }
+            params.fileField = name
         case "priority":
             guard let priority = value.wholeNumber(Int.self) else { return false }
             params.priority = priority

@@ -203,6 +203,8 @@ public struct AddParams: Codable, Sendable, StrictParams {
     public var user: String?
     /// Bytes, or a SIZE string such as `8M`.
     public var chunkSize: String?
+    /// post: the name of the form part that carries the file (default: the remote's `file_field`, else `file`).
+    public var fileField: String?
     public var priority: Int?
     public var snapshot: SnapshotMode?
     public var image: String?
@@ -229,6 +231,7 @@ public struct AddParams: Codable, Sendable, StrictParams {
         case source, destination, `protocol`, headers, fields, user, priority, snapshot, image, metadata, umask, batch
         case sourceIdentity = "source_identity"
         case chunkSize = "chunk_size"
+        case fileField = "file_field"
         case clientToken = "client_token"
         case newBatch = "new_batch"
         case jobFields = "job_fields"
@@ -237,6 +240,7 @@ public struct AddParams: Codable, Sendable, StrictParams {
     public static let knownKeys: Set<String> = [
         "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
         "image", "client_token", "metadata", "umask", "batch", "new_batch", "job_fields", "source_identity",
+        "file_field",
     ]
 
     public init(from decoder: Decoder) throws {
@@ -257,6 +261,7 @@ public struct AddParams: Codable, Sendable, StrictParams {
         } else {
             chunkSize = try container.decodeIfPresent(String.self, forKey: .chunkSize)
         }
+        fileField = try container.decodeIfPresent(String.self, forKey: .fileField)
         priority = try container.decodeIfPresent(Int.self, forKey: .priority)
         snapshot = try container.decodeIfPresent(SnapshotMode.self, forKey: .snapshot)
         image = try container.decodeIfPresent(String.self, forKey: .image)

@@ -39,4 +39,11 @@ public enum FieldSyntax {
         guard let equals = text.firstIndex(of: "="), equals != text.startIndex else { return nil }
         return KeyValue(name: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
     }
+
+    /// Whether `name` can name a multipart part (`--file-field`): 1 to 256 bytes, no control
+    /// characters, no double quote (it goes between quotes in Content-Disposition).
+    public static func isPartName(_ name: String) -> Bool {
+        (1...256).contains(name.utf8.count)
+            && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\"" }
+    }
 }

@@ -297,6 +297,7 @@ public struct HelloInfo: Codable, Sendable {
         case listJobFields = "list.job_fields"
         case clearJobFields = "clear.job_fields"
         case sourceIdentity = "source_identity"
+        case fileField = "file_field"
     }
 
     enum CodingKeys: String, CodingKey {

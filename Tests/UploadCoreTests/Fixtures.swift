@@ -44,6 +44,7 @@ enum Fixtures {
         done.result = JobResult(url: "https://example.com/up/v.mp4", status: 201, body: "{\"ok\":true}")
         done.resolvedProtocol = .post
         done.spec.batch = JobID(3)
+        done.spec.fileField = "userfile"
         done.hookPending = true
         return [
             .job(job(1)),

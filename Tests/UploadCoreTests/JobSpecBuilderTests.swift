@@ -47,6 +47,14 @@ struct JobSpecBuilderTests {
         #expect(spec.metadata == ["m": "n"])
     }
 
+    @Test func theFileFieldIsCarriedAndChecked() throws {
+        #expect(try JobSpecBuilder.build(params { $0.fileField = "userfile" }).fileField == "userfile")
+        #expect(try JobSpecBuilder.build(params()).fileField == nil)
+        for bad in ["", "a\"b", "a\r\nb", String(repeating: "x", count: 257)] {
+            #expect(failure(params { $0.fileField = bad })?.message.contains("file_field") == true)
+        }
+    }
+
     @Test func defaults() throws {
         let spec = try JobSpecBuilder.build(params())
         #expect(spec.uploadProtocol == .auto)

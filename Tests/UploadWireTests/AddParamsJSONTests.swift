@@ -42,6 +42,7 @@ import Testing
             if maybe() { params.batch = JobID(random.next() % 1_000_000 + 1) }
             if maybe() { params.newBatch = maybe() }
             if maybe() { params.jobFields = ["id", "batch"] }
+            if maybe() { params.fileField = text() }
             let json = try #require(try Self.text(params))
             let fast = try #require(AddParams(json: try JSONValue(parsing: Array(json.utf8))), "seed \(random.seed)")
             #expect(try Self.text(fast) == json, "seed \(random.seed)")
@@ -65,6 +66,8 @@ import Testing
         #"{"source":"/a","destination":"file:///b/","batch":-1}"#,
         #"{"source":"/a","destination":"file:///b/","new_batch":1}"#,
         #"{"source":"/a","destination":"file:///b/","umask":"022"}"#,
+        #"{"source":"/a","destination":"file:///b/","file_field":"userfile"}"#,
+        #"{"source":"/a","destination":"file:///b/","file_field":7}"#,
         #"{"source":"/a","destination":"file:///b/","colour":"red"}"#,
         #"{"source":null,"destination":"file:///b/"}"#,
         #"{"destination":"file:///b/"}"#,

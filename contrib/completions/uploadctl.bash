@@ -13,7 +13,7 @@ _uploadctl_protocols="auto put post tus s3 chunked file"
 # The options of each command (the global ones are added to every list).
 _uploadctl_options() {
     case $1 in
-    add) echo "--to --protocol --header --header-file --field --user --password-file --chunk-size --priority --snapshot --image --exclude --hidden --follow -0 --wait --meta --client-token" ;;
+    add) echo "--to --protocol --header --header-file --field --file-field --user --password-file --chunk-size --priority --snapshot --image --exclude --hidden --follow -0 --wait --meta --client-token" ;;
     list) echo "--state --batch" ;;
     pause | resume | cancel | remove) echo "--all --state --batch" ;;
     retry) echo "--failed --batch" ;;
@@ -112,7 +112,7 @@ _uploadctl() {
                 ((i++))
             fi
             ;;
-        --to | --protocol | --header | --header-file | --field | --user | --password-file | --chunk-size | \
+        --to | --protocol | --header | --header-file | --field | --file-field | --user | --password-file | --chunk-size | \
             --priority | --snapshot | --image | --exclude | --state | --batch | --before | --after | --timeout | --test | \
             --meta | --client-token)
             [[ ${COMP_WORDS[i + 1]} == "=" ]] && ((i++))
@@ -173,7 +173,7 @@ _uploadctl() {
         mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_job_ids queued paused)" -- "$cur")
         return
         ;;
-    --header | --field | --user | --chunk-size | --priority | --exclude | --timeout | --meta | --client-token)
+    --header | --field | --file-field | --user | --chunk-size | --priority | --exclude | --timeout | --meta | --client-token)
         return
         ;;
     esac

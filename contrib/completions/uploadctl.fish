@@ -5,7 +5,7 @@
 # --socket, else the default one.
 
 # The options that take a value, so that the value is not taken for the command.
-set -g __uploadctl_value_options --socket --to --protocol --header --header-file --field --user \
+set -g __uploadctl_value_options --socket --to --protocol --header --header-file --field --file-field --user \
     --password-file --chunk-size --priority --snapshot --image --exclude --state --batch --before \
     --after --timeout --test --meta --client-token
 
@@ -136,6 +136,7 @@ complete -c uploadctl -n '__uploadctl_using add' -l protocol -x -a "$protocols" 
 complete -c uploadctl -n '__uploadctl_using add' -l header -x -d "An HTTP header to send ('K: V')"
 complete -c uploadctl -n '__uploadctl_using add' -l header-file -r -F -d 'Headers to send, one per line'
 complete -c uploadctl -n '__uploadctl_using add' -l field -x -d 'A form field (K=V)'
+complete -c uploadctl -n '__uploadctl_using add' -l file-field -x -d 'The form part that carries the file (post)'
 complete -c uploadctl -n '__uploadctl_using add' -l user -x -d 'Basic auth USER[:PASSWORD]'
 complete -c uploadctl -n '__uploadctl_using add' -l password-file -r -F -d 'The password for --user'
 complete -c uploadctl -n '__uploadctl_using add' -l chunk-size -x -d 'Bytes per chunk, block or part (8M)'

@@ -57,7 +57,7 @@ struct TargetResolver: Sendable {
         target.fields = (remote?.fields ?? []) + spec.fields
         target.caFile = try remote.flatMap(Self.trustedCAFile)
         target.http2 = remote?.http2 ?? false
-        target.fileField = remote?.fileField ?? "file"
+        target.fileField = spec.fileField ?? remote?.fileField ?? "file"
         target.chunkSize = spec.chunkSize ?? remote?.chunkSize
         target.resultURLPointer = remote?.resultURLPointer
         target.stallTimeout = config.stallTimeout

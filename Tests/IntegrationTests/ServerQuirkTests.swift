@@ -84,7 +84,7 @@ final class ServerQuirkTests {
         ("django-tus", 400, ["8 MiB", "4 MiB"]), ("nginx-tus-proxy", 413, ["8 MiB", "4 MiB", "2 MiB"]),
     ])
     func aTusServerThatRefusesLargeChunksGetsSmallerOnes(server name: String, status: Int, refused: [String]) throws {
-        let server = try MatrixServerEntry.named(name)
+        let server = try ServerMatrix.load().server(name)
         let path = try file("\(run)-\(name).bin", size: 10 << 20)
         let ids = try daemon.add([path], to: server.url, ["--protocol", "tus"])
         let job = try daemon.waitFor(ids[0], timeout: 120)

@@ -133,6 +133,10 @@ struct ScriptedServer: Sendable {
             directory: try value("UPLOADD_TEST_SCRIPTED_DIR"), logPath: try value("UPLOADD_TEST_SCRIPTED_LOG"))
     }
 
+    /// The stored file of `path` in `scenario` (for S3 scenarios, the scenario is the bucket and
+    /// `path` the key).
+    func stored(_ scenario: String, _ path: String) -> String { "\(directory)/\(scenario)/\(path)" }
+
     /// One request the server answered.
     struct Request: Sendable, Decodable {
         var listener: String

@@ -257,7 +257,7 @@ extension Job {
 
 /// "3.7s", "25s": tenths under ten seconds. In integers: every failed attempt formats one, and
 /// `String(format:)` goes through CFString.
-func formatSeconds(_ seconds: Double) -> String {
+public func formatSeconds(_ seconds: Double) -> String {
     guard seconds.isFinite, seconds >= 0 else { return "0.0s" }
     let tenths = Int((seconds * 10).rounded())
     return tenths < 100 ? "\(tenths / 10).\(tenths % 10)s" : "\(Int(seconds.rounded()))s"

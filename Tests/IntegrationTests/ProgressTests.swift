@@ -57,4 +57,53 @@ final class ProgressTests {
         let rises = zip(etas, etas.dropFirst()).filter { $1 > $0 + 1 }.count
         #expect(rises == 0, "the ETA never goes up by more than a second: \(etas)")
     }
+
+    /// A 5 MiB PUT to a server that reads 1 MiB/s, on a connection kept from an upload before it
+    /// (issue 49, finding 2): what the list shows as sent is what the server has (within its small
+    /// buffers), the speed is the server's and never negative, and a job whose bytes are all there
+    /// says it waits for the answer. On a kept connection, every byte handed to the kernel counted:
+    /// the list showed 3.9 MB sent while the server had 64 KiB, then "100%, eta 0s" for seconds.
+    @Test func progressOnAKeptConnectionIsWhatTheServerHas() throws {
+        let slow = try HostileServer(mode: "slow-read", options: ["--read-bytes", "262144", "--read-interval", "0.25"])
+        defer { slow.stop() }
+        let daemon = try DaemonProcess(name: "progress-kept", config: "[daemon]\ntransfers = 1\n")
+        try daemon.start()
+        defer { daemon.stop() }
+        let small = files.appendingPathComponent("warm.bin").path
+        try makeRandomFile(at: small, size: 10_000)
+        let warm = try daemon.add([small], to: "\(slow.url)/kept/", ["--protocol", "put"])[0]
+        #expect(try daemon.waitFor(warm, timeout: 30).state == .completed)
+        let path = files.appendingPathComponent("kept-five.bin").path
+        let size = 5 << 20
+        try makeRandomFile(at: path, size: size)
+        let id = try daemon.add([path], to: "\(slow.url)/kept/", ["--protocol", "put"])[0]
+        var waitedForAnswer = false
+        var samples = 0
+        while true {
+            let job = try daemon.job(id)
+            if job.state.isTerminal {
+                #expect(job.state == .completed, "\(String(describing: job.error))")
+                break
+            }
+            if job.state == .running {
+                let read =
+                    try slow.requests(on: .main).filter { $0.path.hasSuffix("kept-five.bin") }.map(\.bodyBytes)
+                    .max() ?? 0
+                samples += 1
+                #expect(job.speed >= 0, "a negative speed: \(job.speed)")
+                #expect(job.speed <= 2.5 * 1_048_576, "faster than the server reads: \(job.speed)")
+                // The server's read comes after the daemon's sample: it may only be further along.
+                #expect(
+                    job.bytesSent <= Int64(read) + (512 << 10),
+                    "\(job.bytesSent) bytes counted as sent when the server had read \(read)")
+                if job.bytesSent == Int64(size) {
+                    #expect(job.activity == "waiting for the server's answer", "\(String(describing: job.activity))")
+                    waitedForAnswer = true
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        #expect(samples >= 8, "too few samples: \(samples)")
+        print("measured: samples \(samples), saw the wait for the answer: \(waitedForAnswer)")
+    }
 }

@@ -90,6 +90,29 @@ struct ChunkRefusalTests {
         #expect(!message.contains("a file this large"), "\(message)")
     }
 
+    /// A PATCH answered 410 forgets the upload before the attempt fails, so the next attempt makes
+    /// a new one: django-tus answered HEAD 200 and every PATCH 410, and resuming the same upload
+    /// again made a loop of hundreds of attempts, each counted as progress.
+    @Test func aPatchAnswered410ForgetsTheUploadForTheNextAttempt() async throws {
+        let bench = try TransferBench(size: 100)
+        let endpoint = "http://127.0.0.1:41307/files/"
+        let http = ScriptedHTTP { request in
+            switch request.method {
+            case "OPTIONS":
+                return ScriptedHTTP.answer(204, ["Tus-Resumable": "1.0.0", "Tus-Extension": "creation"])
+            case "HEAD": return ScriptedHTTP.answer(200, ["Upload-Offset": "0", "Upload-Length": "100"])
+            default: return ScriptedHTTP.answer(410)
+            }
+        }
+        let saved = Checkpoint(TusCheckpoint(uploadURL: "\(endpoint)7", expires: nil))
+        let failure = await #expect(throws: TransferFailure.self) {
+            try await TusTransfer(http: http).upload(bench.context(.tus, url: endpoint, checkpoint: saved))
+        }
+        #expect(failure?.retryable == true)
+        #expect(failure?.error.message.contains("the next attempt starts a new one") == true)
+        #expect(bench.commits.entries.last == CommitLog.Entry(acked: 0, durable: true), "\(bench.commits.entries)")
+    }
+
     /// A 413 to the creation (which has no body) is about the file: Tus-Max-Size names the limit.
     @Test func a413ToTheCreationNamesTusMaxSize() async throws {
         let bench = try TransferBench(size: 100)

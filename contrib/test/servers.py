@@ -1055,6 +1055,10 @@ def start_django_tus(d: Path) -> Started:
     t = d / "django-tus"
     for sub in ("incoming", "files"):
         (t / sub).mkdir(parents=True, exist_ok=True)
+    # django-tus moves a finished upload with os.renames, which also removes the folder it leaves
+    # empty: the next upload's file cannot be made there, and every later upload is 410 Gone. A
+    # file of our own keeps the folder (a deployment whose folder holds anything else is spared too).
+    (t / "incoming" / ".keep").write_text("keeps os.renames in django-tus from removing this folder\n")
     port = free_port()
     proc = spawn(d, "django-tus", [str(VENV / "bin" / "python"), "-m", "django", "runserver", f"{HOST}:{port}",
                                    "--noreload"],

@@ -50,7 +50,7 @@ final class HTTPSemantics: HTTPSending {
                 && !request.headers.contains { $0.name.lowercased() == "expect" }
             if response.status == 417 && !callerSetExpect && !resentWithoutExpect {
                 remember(request.url, "refused Expect: 100-continue with 417")
-                Self.rewind(meter, to: sentBefore)
+                Self.rewind(meter, to: sentBefore, because: "the server refused Expect: 100-continue (HTTP 417)")
                 request.headers.append(Self.noExpect)
                 resentWithoutExpect = true
                 continue
@@ -64,7 +64,7 @@ final class HTTPSemantics: HTTPSending {
                 let next = Self.sameOriginRedirect(from: request.url, location: response.header("location"))
             {
                 hops += 1
-                Self.rewind(meter, to: sentBefore)
+                Self.rewind(meter, to: sentBefore, because: "the server moved it (HTTP \(response.status))")
                 Log.debug(
                     "\(request.method) \(Redaction.redactURL(request.url)): \(response.status) to \(Redaction.redactURL(next)), following"
                 )
@@ -93,10 +93,10 @@ final class HTTPSemantics: HTTPSending {
         return next
     }
 
-    private static func rewind(_ meter: ProgressMeter?, to sentBefore: Int64) {
+    private static func rewind(_ meter: ProgressMeter?, to sentBefore: Int64, because reason: String) {
         guard let meter else { return }
         let resent = meter.bytesSent - sentBefore
-        if resent > 0 { meter.rewind(by: resent) }
+        if resent > 0 { meter.rewind(by: resent, because: reason) }
     }
 
     private func remember(_ url: String, _ what: String) {

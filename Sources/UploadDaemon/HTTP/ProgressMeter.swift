@@ -60,20 +60,20 @@ final class ProgressMeter: Sendable {
         }
     }
 
-    /// Forgets bytes that will be sent again (a rewound request): the speed starts over.
-    func rewind(by count: Int64) {
+    /// Forgets bytes that will be sent again (a rewound request): the speed starts over. With a
+    /// `reason`, the job's bar says why meanwhile ("sending again: ...").
+    func rewind(by count: Int64, because reason: String? = nil) {
         sent.subtract(count, ordering: .relaxed)
         samples.withLock { samples in
-            let note = samples.note
+            let note = reason ?? samples.note
             samples = Samples()
             samples.note = note
         }
     }
 
-    /// The body is sent again from its start, for `reason` (said on the job's bar meanwhile).
+    /// The body is sent again from its start, for `reason`.
     func restart(because reason: String) {
-        rewind(by: bytesSent)
-        samples.withLock { $0.note = reason }
+        rewind(by: bytesSent, because: reason)
     }
 
     /// Why the body is being sent again, if it is.

@@ -722,11 +722,15 @@ actor Scheduler {
     func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
         if let attempt = running[job.id], job.state == .running {
             let reading = attempt.meter.reading
-            return JobInfo(
+            var info = JobInfo(
                 job: job, bytesSent: attempt.meter.bytesSent, speed: reading.speed, speedSettled: reading.settled,
                 includeHistory: includeHistory)
+            info.activity = activity(of: job)
+            return info
         }
-        return JobInfo(job: job, includeHistory: includeHistory, waiting: waiting[job.id]?.rawValue)
+        var info = JobInfo(job: job, includeHistory: includeHistory, waiting: waiting[job.id]?.rawValue)
+        if job.state == .queued { info.activity = activity(of: job) }
+        return info
     }
 }
 

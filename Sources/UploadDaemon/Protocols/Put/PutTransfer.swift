@@ -25,7 +25,7 @@ struct PutTransfer: Transfer {
                 try await folders.createParents(of: target.url, target: target)
             {
                 await context.note("the server answered the PUT with HTTP \(response.status): made the missing folders")
-                context.meter.rewind(by: context.meter.bytesSent)
+                context.meter.restart(because: "the folder was missing (HTTP \(response.status)); made it")
                 response = try await http.send(put, meter: context.meter)
             }
         }

@@ -112,11 +112,15 @@ struct TusTransfer: Transfer {
                 checksumRetries += 1
                 await context.note("the server rejected a chunk's checksum (460); sending it again")
             case 404, 410:
+                // Forgotten here too: the next attempt starts a new upload. Its HEAD may still
+                // answer for this one (django-tus answered HEAD 200 and every PATCH 410), and
+                // resuming it again and again held the job in a loop of failed attempts.
+                try await context.commit(0, nil, true)
                 throw TransferFailure(
                     JobError(
                         code: "http",
                         message:
-                            "PATCH \(Redaction.redactURL(url)): the upload expired or was removed (HTTP \(response.status))",
+                            "PATCH \(Redaction.redactURL(url)): the upload expired or was removed (HTTP \(response.status)); the next attempt starts a new one",
                         status: response.status),
                     retryable: true)
             case let status where ChunkRefusal.refusesBody(response, bareBadRequest: true):

@@ -3,6 +3,8 @@
 #   make test      install test dependencies, build, start the test servers, run every test,
 #                  then the benchmark suite at tiny sizes; ends every process it started and
 #                  lists every skipped test
+#   make unit      build and run the unit tests only (a minute; no servers, no daemons)
+#   make lint      the code's layout, the man pages, and (where installed) what repeats itself
 #   make bench     run the benchmark suite against curl, rclone, aws-cli, tuspy (BENCH_FLAGS=--quick)
 #   make install   put binaries, user units, man pages and shell completions under ~/.local
 #                  (PREFIX/DESTDIR for packagers)
@@ -28,7 +30,8 @@ SWIFT_BUILD_FLAGS ?=
 SERVERS = python3 contrib/test/servers.py
 MAN_PAGES = contrib/man/uploadctl.1 contrib/man/uploadd.8 contrib/man/uploadd.conf.5
 
-.PHONY: all build release run test test-steps test-servers stop-test-servers install uninstall clean deps test-deps bench
+.PHONY: all build release run test test-steps test-servers stop-test-servers install uninstall clean deps test-deps bench \
+	unit lint
 
 all: build
 
@@ -89,6 +92,24 @@ swift_tests = $(call logged,$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --fi
 # tests that need root, mounts or namespaces fail where they would otherwise skip.
 test:
 	contrib/test/run-contained --reports $(TEST_REPORTS) -- $(MAKE) --no-print-directory test-steps
+
+# Warnings in uploadd's own code are errors in the test build (Package.swift reads it): a warning
+# left in is one nobody reads again.
+export UPLOADD_WARNINGS_AS_ERRORS = 1
+
+# The code's layout, as .swift-format has it (`swift format -i -r Sources Tests` fixes it), and the
+# man pages as mandoc and groff read them: all must have nothing to say. `duplicates` (a review
+# tool, not a Debian package) lists code written twice, where it is installed.
+lint:
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	mandoc -T lint -W warning $(MAN_PAGES)
+	for page in $(MAN_PAGES); do out=$$(groff -ww -man -z $$page 2>&1); [ -z "$$out" ] || { echo "$$page: $$out"; exit 1; }; done
+	@if command -v duplicates >/dev/null; then duplicates --most 20; else echo "duplicates not installed: skipped"; fi
+
+# The unit tests alone: no servers, no daemons, no root.
+unit:
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --filter '$(UNIT_TESTS)'
 
 test-steps: test-deps
 	mkdir -p $(TEST_REPORTS)

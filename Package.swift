@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Warnings are errors where the test command asks (UPLOADD_WARNINGS_AS_ERRORS=1), for the code
+// of uploadd itself: the tests' macros (Swift Testing's) warn on their own. Only by request, as
+// unsafe flags keep other packages from depending on UploadClient.
+let strict: [SwiftSetting] =
+    Context.environment["UPLOADD_WARNINGS_AS_ERRORS"] == "1" ? [.unsafeFlags(["-warnings-as-errors"])] : []
+
 let package = Package(
     name: "uploadd",
     platforms: [.macOS(.v15)],
@@ -24,17 +30,20 @@ let package = Package(
 
         // What clients need to talk to the daemon: the JSON-RPC types, job info, errors, the socket's
         // place. uploadctl links only this; it is the base of the Swift client library.
-        .target(name: "UploadWire"),
+        .target(name: "UploadWire", swiftSettings: strict),
         // The daemon's model: jobs, their life cycle, the journal's format, retry policy.
-        .target(name: "UploadCore", dependencies: ["UploadWire", "CShims"]),
+        .target(name: "UploadCore", dependencies: ["UploadWire", "CShims"], swiftSettings: strict),
         .target(
             name: "UploadDaemon",
-            dependencies: ["UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"]
+            dependencies: ["UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"],
+            swiftSettings: strict
         ),
-        .target(name: "UploadClient", dependencies: ["UploadWire", "CShims"]),
-        .target(name: "UploadControl", dependencies: ["UploadClient", "UploadWire", "CShims", "CNcurses"]),
-        .executableTarget(name: "uploadd", dependencies: ["UploadDaemon"]),
-        .executableTarget(name: "uploadctl", dependencies: ["UploadControl"]),
+        .target(name: "UploadClient", dependencies: ["UploadWire", "CShims"], swiftSettings: strict),
+        .target(
+            name: "UploadControl", dependencies: ["UploadClient", "UploadWire", "CShims", "CNcurses"],
+            swiftSettings: strict),
+        .executableTarget(name: "uploadd", dependencies: ["UploadDaemon"], swiftSettings: strict),
+        .executableTarget(name: "uploadctl", dependencies: ["UploadControl"], swiftSettings: strict),
         // The client library's example, built with everything so that it cannot rot.
         .executableTarget(
             name: "uploadd-example-queue-folder", dependencies: ["UploadClient", "UploadWire"],
@@ -42,7 +51,7 @@ let package = Package(
         // The image helper uploadd starts for each image it prepares: libvips, out of the daemon's
         // process (libvips's API is variadic, so the work is in C).
         .target(name: "CImagePrep", dependencies: ["CVips", "CSeccomp"]),
-        .executableTarget(name: "uploadd-image", dependencies: ["CImagePrep"]),
+        .executableTarget(name: "uploadd-image", dependencies: ["CImagePrep"], swiftSettings: strict),
 
         // What several test targets share (a seeded random generator, checkpoint builders).
         .target(name: "TestSupport", dependencies: ["UploadCore", "UploadWire"], path: "Tests/TestSupport"),

@@ -132,13 +132,13 @@ struct SnapshotCacheTests {
     @Test func startingRemovesTheTemporaryFoldersHelpersLeft() throws {
         let left = try FileOps.makeTemporaryDirectory(in: cache.helperTemporaryDirectory, prefix: "run")
         try FileOps.makeDirectory(left + "/deeper")
-        FileManager.default.createFile(atPath: left + "/deeper/vips-0.v", contents: Data(count: 1000))
-        FileManager.default.createFile(atPath: left + "/orcexec.a1b2c3", contents: nil)
+        _ = FileManager.default.createFile(atPath: left + "/deeper/vips-0.v", contents: Data(count: 1000))
+        _ = FileManager.default.createFile(atPath: left + "/orcexec.a1b2c3", contents: nil)
         chmod(left + "/deeper", 0)
         symlink(directory.path + "/src", left + "/link")
         let kept = try directory.write("src/kept", "not the helper's")
         let stranger = cache.helperTemporaryDirectory + "/not-a-run"
-        FileManager.default.createFile(atPath: stranger, contents: nil)
+        _ = FileManager.default.createFile(atPath: stranger, contents: nil)
         try cache.prepare()
         #expect(!FileManager.default.fileExists(atPath: left))
         #expect(FileManager.default.fileExists(atPath: stranger), "only run-XXXXXX folders are removed")

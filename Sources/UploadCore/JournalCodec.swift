@@ -1,7 +1,8 @@
 import Foundation
 import UploadWire
 
-/// The binary payloads of journal format 3, field by field (see `BinaryWriter` for the encoding).
+/// The binary payloads of journal formats 3 to 5 (the current one), field by field (see
+/// `BinaryWriter` for the encoding; contrib/DESIGN.md, "Journal", for what each format added).
 ///
 /// Rules that keep every daemon, older or newer, able to share a journal:
 /// - every nested struct is a message (length-prefixed), so a field can be added at the end of

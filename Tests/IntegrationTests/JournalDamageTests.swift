@@ -524,7 +524,7 @@ final class JournalDamageTests {
         )
     }
 
-    /// IDs are never reused (DESIGN.md), not even those of jobs lost to damage in the middle of
+    /// IDs are never reused (contrib/DESIGN.md, "A job's life"), not even those of jobs lost to damage in the middle of
     /// the journal: a job added after recovery gets an ID above every ID the file ever held.
     @Test func idsOfJobsLostToDamageAreNotReused() throws {
         let (bytes, _) = DamageCase(name: "zeroed page", kind: .zeroPage).apply(to: fixture)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Boots a real systemd as PID 1 of a private PID and mount namespace, for the integration tests
-# (DESIGN.md, "Tests and real servers"). Run as root, never directly:
+# (contrib/DESIGN.md, "Tests"). Run as root, never directly:
 #   unshare --pid --fork --mount --mount-proc contrib/test/systemd-boot.sh
 # contrib/test/systemd-ns.sh does that and drives the result.
 set -e

@@ -109,7 +109,7 @@ final class NotifyListener: @unchecked Sendable {
 }
 
 /// A throwaway systemd booted as PID 1 of a private PID and mount namespace, driven through
-/// contrib/test/systemd-ns.sh (DESIGN.md, "Tests and real servers").
+/// contrib/test/systemd-ns.sh (contrib/DESIGN.md, "Tests").
 final class SystemdNamespace: @unchecked Sendable {
     // Invariant: used from one test at a time; stop() may run more than once.
     static var script: String { TestPaths.repository.appendingPathComponent("contrib/test/systemd-ns.sh").path }

@@ -2,7 +2,7 @@ import Foundation
 import UploadCore
 import UploadWire
 
-/// The chunked block protocol of the mobile app (DESIGN.md): an init POST that returns an
+/// The chunked block protocol of the mobile app (contrib/receiver/README.md): an init POST that returns an
 /// `upToken`, then each block POSTed as multipart with its sequence number and CRC32, the last
 /// answer carrying the file's URL. Every acknowledged block is journaled durably, so a crash
 /// re-sends at most the block that was in flight.

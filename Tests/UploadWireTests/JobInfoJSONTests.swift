@@ -17,7 +17,9 @@ import Testing
         func date() -> Date {
             Date(timeIntervalSince1970: Double(random.next() % 4_000_000_000) + Double(random.next() % 1000) / 1000)
         }
-        let doubles: [Double] = [0, 1, 1.5, 0.1, 1e20, 2.5e-7, 123456.789, 1.0 / 3, 1e16, 12_345_678_901_234_568, .leastNonzeroMagnitude]
+        let doubles: [Double] = [
+            0, 1, 1.5, 0.1, 1e20, 2.5e-7, 123456.789, 1.0 / 3, 1e16, 12_345_678_901_234_568, .leastNonzeroMagnitude,
+        ]
         return JobInfo(
             id: JobID(random.next() % 1_000_000 + 1), state: JobState.allCases.randomElement(using: &random)!,
             source: text(), destination: text(), protocol: UploadProtocol.allCases.randomElement(using: &random)!,

@@ -586,10 +586,10 @@ struct S3PartWindowTests {
     @Test func anUploadCompletedBeforeACrashIsNotSentAgain() async throws {
         let server = ScriptedS3(answerAtOnce: true)
         server.uploadGone = true
-        let md5 = try #require(Digest(algorithm: "md5"))
+        let md5 = try #require(MessageDigest(algorithm: "md5"))
         for number in 1...6 {
             let range = S3PartSizing.range(ofPart: number, fileSize: Self.size, partSize: Self.part)
-            let part = try #require(Digest(algorithm: "md5"))
+            let part = try #require(MessageDigest(algorithm: "md5"))
             try source.forEachPiece(offset: range.offset, length: range.length) { part.update($0) }
             part.finish().withUnsafeBytes { md5.update($0) }
         }

@@ -233,7 +233,7 @@ struct SigV4CryptoTests {
 
     @Test func streamingSHA256MatchesOneShot() {
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let hasher = Digest.sha256()
+        let hasher = MessageDigest.sha256()
         bytes.withUnsafeBytes { buffer in
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<1]))
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[1..<65_536]))

@@ -69,7 +69,7 @@ struct SnapshotPackTests {
             #expect(snapshot.size == Int64(content.count))
             #expect(try readAll(snapshot) == content)
             let file = try SourceFile(snapshot: snapshot, displayPath: "x")
-            let digest = Digest.sha256()
+            let digest = MessageDigest.sha256()
             content.withUnsafeBytes { digest.update($0) }
             #expect(try file.sha256Hex() == Hex.encode(digest.finish()))
         }

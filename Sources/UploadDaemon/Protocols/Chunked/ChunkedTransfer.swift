@@ -114,12 +114,11 @@ struct ChunkedTransfer: Transfer {
     }
 
     func deleteUploaded(_ job: Job, target: ResolvedTarget) async throws {
-        guard let url = job.result?.url, url.hasPrefix("http") else {
-            throw TransferFailure.config(
-                "the server did not say where job \(job.id)'s file is, so it cannot be deleted")
-        }
-        try await HTTPDelete.send(
-            http: http, target: target, url: try target.checkServerURL(url, for: "deleting the file"))
+        _ = try await deleteFromServer(job, target: target)
+    }
+
+    func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome {
+        try await HTTPDelete.resultURL(of: job, target: target, http: http)
     }
 
     /// The init request: answers the upToken, journaled before any block is sent.

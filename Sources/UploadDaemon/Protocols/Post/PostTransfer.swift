@@ -42,11 +42,6 @@ struct PostTransfer: Transfer {
     }
 
     func deleteFromServer(_ job: Job, target: ResolvedTarget) async throws -> DeleteOutcome {
-        guard let url = job.result?.url, url.hasPrefix("http") else {
-            throw TransferFailure.config(
-                "the server did not say where job \(job.id)'s file is, so it cannot be deleted")
-        }
-        return try await HTTPDelete.send(
-            http: http, target: target, url: try target.checkServerURL(url, for: "deleting the file"))
+        try await HTTPDelete.resultURL(of: job, target: target, http: http)
     }
 }

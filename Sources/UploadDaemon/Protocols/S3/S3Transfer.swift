@@ -166,7 +166,9 @@ struct S3Transfer: Transfer {
             for number in 1...count {
                 let range = S3PartSizing.range(ofPart: number, fileSize: size, partSize: partSize)
                 var crc: UInt32 = 0
-                guard let md5 = Digest(algorithm: "md5") else { throw TransferFailure.config("libcrypto has no MD5") }
+                guard let md5 = MessageDigest(algorithm: "md5") else {
+                    throw TransferFailure.config("libcrypto has no MD5")
+                }
                 try source.forEachPiece(offset: range.offset, length: range.length) { piece in
                     crc = CShims_crc32c(crc, piece.baseAddress, piece.count)
                     md5.update(piece)
@@ -186,7 +188,7 @@ struct S3Transfer: Transfer {
         {
             return JobResult(url: s3.objectURL, status: response.status)
         }
-        guard let md5 = Digest(algorithm: "md5") else { return nil }
+        guard let md5 = MessageDigest(algorithm: "md5") else { return nil }
         for digest in md5s { digest.withUnsafeBytes { md5.update($0) } }
         let expectedETag = "\(Hex.encode(md5.finish()))-\(count)"
         if let etag = response.header("etag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
@@ -329,7 +331,7 @@ struct PartChecksums: Sendable {
     {
         try await Blocking.run {
             var crc: UInt32 = 0
-            let hasher = sha256 ? Digest.sha256() : nil
+            let hasher = sha256 ? MessageDigest.sha256() : nil
             try source.forEachPiece(offset: offset, length: length) { piece in
                 guard let base = piece.baseAddress else { return }
                 crc = CShims_crc32c(crc, base, piece.count)

@@ -47,7 +47,7 @@ struct TusServer: Sendable {
     /// `Upload-Checksum: ALGORITHM BASE64` for a chunk, when the server checks them.
     func checksumHeader(_ file: SourceFile, offset: Int64, length: Int64) throws -> KeyValue? {
         guard let checksumAlgorithm,
-            let digest = try Digest.of(file, offset: offset, length: length, algorithm: checksumAlgorithm)
+            let digest = try MessageDigest.of(file, offset: offset, length: length, algorithm: checksumAlgorithm)
         else { return nil }
         return KeyValue(name: "Upload-Checksum", value: "\(checksumAlgorithm) \(Data(digest).base64EncodedString())")
     }

@@ -4,7 +4,7 @@ import UploadWire
 
 /// A streaming message digest from libcrypto (EVP), for checksums protocols ask for by name
 /// (tus's Upload-Checksum: sha1, sha256, md5, ...).
-final class Digest {
+final class MessageDigest {
     private let context: OpaquePointer
 
     /// Nil when libcrypto does not know the algorithm.
@@ -18,8 +18,8 @@ final class Digest {
     }
 
     /// SHA-256, which libcrypto always has.
-    static func sha256() -> Digest {
-        guard let digest = Digest(algorithm: "sha256") else { fatalError("libcrypto has no SHA-256") }
+    static func sha256() -> MessageDigest {
+        guard let digest = MessageDigest(algorithm: "sha256") else { fatalError("libcrypto has no SHA-256") }
         return digest
     }
 
@@ -40,20 +40,20 @@ final class Digest {
     static func of(_ file: SourceFile, offset: Int64, length: Int64, algorithm: String) throws(TransferFailure)
         -> [UInt8]?
     {
-        guard let digest = Digest(algorithm: algorithm) else { return nil }
+        guard let digest = MessageDigest(algorithm: algorithm) else { return nil }
         try file.forEachPiece(offset: offset, length: length) { digest.update($0) }
         return digest.finish()
     }
 }
 
 @available(*, unavailable)
-extension Digest: Sendable {}
+extension MessageDigest: Sendable {}
 
 extension SourceFile {
     /// SHA-256 of the whole file, lowercase hex: what a prepared file is journaled with and
     /// checked against before it is sent.
     func sha256Hex() throws(TransferFailure) -> String {
-        let digest = Digest.sha256()
+        let digest = MessageDigest.sha256()
         try forEachPiece(offset: 0, length: size) { digest.update($0) }
         return Hex.encode(digest.finish())
     }

@@ -2,18 +2,53 @@ import Synchronization
 import UploadCore
 import UploadWire
 
-/// The daemon's protocols: how to make each one's Transfer, and the probes `auto` asks an http
-/// server before it settles on put. A new protocol is a folder next to this file (its Transfer,
-/// its CheckpointPayload), one row here, and its name and traits in `UploadProtocol`.
+/// The daemon's protocols: how to make each one's Transfer, what the rest of the daemon asks of
+/// each (`Entry`), and the probes `auto` asks an http server before it settles on put. A new
+/// protocol is a folder next to this file (its Transfer, its CheckpointPayload), one row here,
+/// and its name and traits in `UploadProtocol`: nothing outside this folder checks a protocol by
+/// its name.
 enum TransferRegistry {
-    private static let makers: [UploadProtocol: @Sendable (any HTTPSending) -> any Transfer] = [
-        .put: { PutTransfer(http: $0) },
-        .post: { PostTransfer(http: $0) },
-        .file: { _ in FileTransfer() },
-        .chunked: { ChunkedTransfer(http: $0) },
-        .tus: { TusTransfer(http: $0) },
-        .s3: { S3Transfer(http: $0) },
+    /// One protocol, as the scheduler, the target's resolution and `remotes --test` see it.
+    struct Entry: Sendable {
+        let make: @Sendable (any HTTPSending) -> any Transfer
+        /// Whether it goes over the network: local copies never wait for it, for a metered
+        /// connection or for battery power, and run off the HTTP thread.
+        var usesNetwork = true
+        /// Whether it reads the file only through request bodies, which pause for bytes a copy
+        /// being made alongside has not reached yet; the others (checksums of whole chunks, a
+        /// local copy) wait until the copy is saved.
+        var readsWhileCopying = false
+        /// Whether a URL ending in `/` gets the file's name appended (the others send the name in
+        /// the body: a multipart part, tus metadata).
+        var appendsFileName = false
+        /// How `remotes --test` asks a server of it whether the remote's credentials hold.
+        var remoteTest = RemoteTest.options
+    }
+
+    enum RemoteTest: Sendable {
+        /// OPTIONS, then PROPFIND or HEAD with the credentials where OPTIONS is open to all.
+        case options
+        /// A form without a file: credentials may be form fields, which only a form carries.
+        case form
+        /// HeadBucket, signed.
+        case s3
+        /// A temporary file made and removed in the folder.
+        case localFolder
+    }
+
+    private static let entries: [UploadProtocol: Entry] = [
+        .put: Entry(make: { PutTransfer(http: $0) }, readsWhileCopying: true, appendsFileName: true),
+        .post: Entry(make: { PostTransfer(http: $0) }, readsWhileCopying: true, remoteTest: .form),
+        .file: Entry(make: { _ in FileTransfer() }, usesNetwork: false, remoteTest: .localFolder),
+        .chunked: Entry(make: { ChunkedTransfer(http: $0) }, remoteTest: .form),
+        .tus: Entry(make: { TusTransfer(http: $0) }),
+        .s3: Entry(make: { S3Transfer(http: $0) }, remoteTest: .s3),
     ]
+
+    /// What the daemon knows of `uploadProtocol` (`auto` before it is settled: an http protocol).
+    static func entry(_ uploadProtocol: UploadProtocol) -> Entry {
+        entries[uploadProtocol] ?? entries[fallback]!
+    }
 
     /// For an http destination under `auto`: the protocols that can tell from the server's answer
     /// whether it speaks them, in the order they are asked. A probe says what the server answered
@@ -43,15 +78,15 @@ enum TransferRegistry {
     }
 
     /// The protocols this build can upload with, as daemon.hello lists them.
-    static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { makers[$0] != nil } }
+    static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { entries[$0] != nil } }
 
     static func transfer(for uploadProtocol: UploadProtocol, http: any HTTPSending) throws(TransferFailure)
         -> any Transfer
     {
-        guard let make = makers[uploadProtocol] else {
+        guard let entry = entries[uploadProtocol] else {
             throw .config("no transfer uploads with protocol \(uploadProtocol.rawValue) (it was not resolved)")
         }
-        return make(http)
+        return entry.make(http)
     }
 
     /// Asks the server which protocol to use: the first probe that recognizes it, else `fallback`;

@@ -63,7 +63,7 @@ extension Scheduler {
         // scheduler's work for its end runs there too). Not `file://`: its copy and fsyncs would
         // hold up every other transfer.
         let executor =
-            job.bytesLeft <= TransferSlots.smallFile && target.uploadProtocol != .file
+            job.bytesLeft <= TransferSlots.smallFile && TransferRegistry.entry(target.uploadProtocol).usesNetwork
             ? dependencies.smallAttemptExecutor : nil
         let task = Task(executorPreference: executor) { [weak self] in
             guard let self else { return }
@@ -95,7 +95,7 @@ extension Scheduler {
         reachability: @Sendable (String, Bool) async -> Reachability.Answer
     ) async -> AttemptOutcome? {
         var target = initialTarget
-        let usesNetwork = target.uploadProtocol != .file
+        let usesNetwork = TransferRegistry.entry(target.uploadProtocol).usesNetwork
         do {
             guard let snapshot = job.snapshot else {
                 throw TransferFailure.source("job \(job.id) has no source snapshot")

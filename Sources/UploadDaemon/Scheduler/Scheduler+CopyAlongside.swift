@@ -23,11 +23,9 @@ extension Scheduler {
         var failure: RPCError?
     }
 
-    /// Whether uploads of this protocol may read a file while its copy is made: those that read it
-    /// only through request bodies, which pause for bytes not copied yet. The others (checksums of
-    /// whole chunks, `file://` copies) wait until the copy is saved.
+    /// Whether uploads of this protocol may read a file while its copy is made (`TransferRegistry`).
     static func readsWhileCopying(_ uploadProtocol: UploadProtocol) -> Bool {
-        uploadProtocol == .put || uploadProtocol == .post
+        TransferRegistry.entry(uploadProtocol).readsWhileCopying
     }
 
     /// Holds back the records of jobs whose copies are being made, and waits for each copy.

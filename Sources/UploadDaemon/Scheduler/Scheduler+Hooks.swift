@@ -167,7 +167,7 @@ extension Scheduler {
     /// from the destination and the file's name, as UPLOAD_DESTINATION and UPLOAD_SOURCE are.
     static func hookURL(of job: Job) -> (url: String, refusal: String?) {
         guard let url = job.result?.url, !url.isEmpty else { return ("", nil) }
-        if job.effectiveProtocol == .file { return (url, nil) }
+        if !TransferRegistry.entry(job.effectiveProtocol).usesNetwork { return (url, nil) }
         guard let refusal = HookURL.refusal(of: url) else { return (url, nil) }
         let why = "UPLOAD_URL was left empty: the server's URL for the file is not a well-formed http(s) URL"
         return ("", "\(why) (\(refusal))")

@@ -38,13 +38,14 @@ extension Scheduler {
         } catch {
             return RemoteTestResult(name: name, ok: false, message: error.error.message)
         }
-        if target.url.hasPrefix("file://") {
+        let test = TransferRegistry.entry(target.uploadProtocol).remoteTest
+        if test == .localFolder {
             // Off the scheduler: a hung mount must not stop every job.
             return (try? await Blocking.run { Self.testFolder(name: name, target: target) })
                 ?? RemoteTestResult(name: name, ok: false, message: "could not look at the folder")
         }
         let url = config.remotes[name]!.url
-        if let s3 = target.s3 {
+        if test == .s3, let s3 = target.s3 {
             let url = s3.url(key: "")
             var signed = HTTPRequest(
                 method: "HEAD", url: url,
@@ -61,8 +62,7 @@ extension Scheduler {
             request.http2 = target.http2
             return request
         }
-        let remoteProtocol = config.remotes[name]!.uploadProtocol
-        if remoteProtocol == .post || remoteProtocol == .chunked {
+        if test == .form {
             // The credentials may be a form field, which only a form carries; without a file part
             // the server refuses the form (400) once it has taken them, and stores nothing. A form
             // of no part at all is one Python's cgi module waits on for ever: it gets one field.

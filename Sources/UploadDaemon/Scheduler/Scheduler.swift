@@ -554,7 +554,7 @@ actor Scheduler {
     /// Why a job must not start now, if it must not: a metered connection or battery power its
     /// destination is set to spare. Local copies never wait.
     func holdReason(for target: ResolvedTarget) -> WaitReason? {
-        guard target.uploadProtocol != .file else { return nil }
+        guard TransferRegistry.entry(target.uploadProtocol).usesNetwork else { return nil }
         if conditions.metered && target.waitOnMetered { return .metered }
         if conditions.onBattery && target.waitOnBattery { return .battery }
         return nil

@@ -102,10 +102,7 @@ public enum JobSpecBuilder {
     /// A protocol that cannot go to that kind of destination (by its `traits`).
     public static func mismatch(_ uploadProtocol: UploadProtocol, _ destination: Destination) -> String? {
         guard let kind = destination.kind, !uploadProtocol.traits.destinations.contains(kind) else { return nil }
-        if uploadProtocol == .s3 && kind == .http {
-            return
-                "protocol s3 uploads to s3://bucket/prefix/ (with an endpoint in a remote or AWS_ENDPOINT_URL), not to an http URL"
-        }
+        if let hint = uploadProtocol.traits.wrongDestination[kind] { return hint }
         return "protocol \(uploadProtocol.rawValue) cannot upload to this destination; leave --protocol at auto"
     }
 }

@@ -17,6 +17,9 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
         public var destinations: Set<Destination.Kind>
         /// One line for `uploadctl add --help`.
         public var summary: String
+        /// What to say when it is asked to upload to another kind of destination, by kind, where
+        /// more can be said than that it cannot.
+        public var wrongDestination: [Destination.Kind: String] = [:]
     }
 
     public var traits: Traits {
@@ -33,7 +36,12 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
         case .tus:
             return Traits(destinations: [.http], summary: "tus 1.0, resumable, in chunks")
         case .s3:
-            return Traits(destinations: [.s3], summary: "S3 multipart upload, resumable")
+            return Traits(
+                destinations: [.s3], summary: "S3 multipart upload, resumable",
+                wrongDestination: [
+                    .http:
+                        "protocol s3 uploads to s3://bucket/prefix/ (with an endpoint in a remote or AWS_ENDPOINT_URL), not to an http URL"
+                ])
         case .chunked:
             return Traits(destinations: [.http], summary: "the block protocol, resumable")
         case .file:

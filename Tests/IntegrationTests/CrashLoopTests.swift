@@ -418,3 +418,12 @@ final class CrashLoopTests {
         )
     }
 }
+
+/// The crash loop runs every network protocol uploadd has (`file` copies locally: PowerLossTests
+/// cuts the power under it): a protocol added to `UploadProtocol` joins the loop or fails here.
+@Suite struct CrashLoopProtocols {
+    @Test func everyNetworkProtocolIsInTheLoop() {
+        let expected = Set(UploadProtocol.allCases.map(\.rawValue)).subtracting(["auto", "file"])
+        #expect(Set(CrashLoopTests.Kind.allCases.map(\.rawValue)) == expected)
+    }
+}

@@ -443,3 +443,12 @@ final class EventListener: @unchecked Sendable {
         return last
     }
 }
+
+/// The power cuts fall on every protocol uploadd has: one added to `UploadProtocol` joins them or
+/// fails here.
+@Suite struct PowerLossProtocols {
+    @Test func everyProtocolTakesPowerCuts() {
+        let expected = Set(UploadProtocol.allCases.map(\.rawValue)).subtracting(["auto"])
+        #expect(Set(PowerLossTests.Kind.allCases.map(\.rawValue)) == expected)
+    }
+}

@@ -43,6 +43,25 @@ struct ResultURLTests {
         #expect(response("").resultURL(pointer: nil) == nil)
     }
 
+    /// A Location that is a relative reference names the file on the server that answered (RFC 9110
+    /// §10.2.2): resolved against the URL the POST went to, or was redirected to.
+    @Test func aRelativeLocationIsResolvedAgainstTheURLThatAnswered() {
+        let answered = "http://h:8080/store/run/"
+        #expect(
+            response("", location: "/store/run/body").resultURL(pointer: nil, answeredURL: answered)
+                == "http://h:8080/store/run/body")
+        #expect(
+            response("", location: "f.bin").resultURL(pointer: nil, answeredURL: answered)
+                == "http://h:8080/store/run/f.bin")
+        #expect(
+            response("", location: "https://cdn/f").resultURL(pointer: nil, answeredURL: answered)
+                == "https://cdn/f", "an absolute one as it is")
+        #expect(
+            response(#"{"url":"/kept"}"#, location: "/l").resultURL(pointer: nil, answeredURL: answered)
+                == "/kept", "what the body names is the server's own word")
+        #expect(response("", location: "/store/run/body").resultURL(pointer: nil) == "/store/run/body")
+    }
+
     /// The doc comment promises the Location header last, whatever was looked at before it.
     @Test func locationHeaderWhenThePointerFindsNothing() {
         #expect(

@@ -127,8 +127,13 @@ struct HTTPResponse: Sendable {
 
     var retryAfter: Duration? { header("retry-after").flatMap { HTTPStatus.parseRetryAfter($0) } }
 
-    /// The uploaded file's URL the answer names (`ResultURL`).
-    func resultURL(pointer: String?) -> String? {
-        ResultURL.find(body: body, location: header("location"), pointer: pointer)
+    /// The uploaded file's URL the answer names (`ResultURL`). A Location that is a relative
+    /// reference is resolved against `answeredURL`, the URL whose answer this is (RFC 9110
+    /// §10.2.2): `/files/x` alone names no server, and hooks, `delete` and `show` need one.
+    func resultURL(pointer: String?, answeredURL: String? = nil) -> String? {
+        let location = header("location").map { location in
+            answeredURL.flatMap { URL(string: location, relativeTo: URL(string: $0))?.absoluteString } ?? location
+        }
+        return ResultURL.find(body: body, location: location, pointer: pointer)
     }
 }

@@ -104,7 +104,10 @@ struct ChunkedTransfer: Transfer {
             }
         }
         guard let last else { throw TransferFailure.protocolViolation("no block was sent") }
-        let url = last.data["fileUrl"] as? String ?? last.response.resultURL(pointer: target.resultURLPointer)
+        let url =
+            last.data["fileUrl"] as? String
+            ?? last.response.resultURL(
+                pointer: target.resultURLPointer, answeredURL: last.response.redirectedURL ?? target.url)
         return JobResult(url: url, status: last.response.status, body: String(last.response.bodyText.prefix(4096)))
     }
 

@@ -30,7 +30,7 @@ struct PostTransfer: Transfer {
             throw TransferFailure.http(response, method: "POST", url: target.url)
         }
         try context.source.confirmUnchanged()
-        let url = response.resultURL(pointer: target.resultURLPointer)
+        let url = response.resultURL(pointer: target.resultURLPointer, answeredURL: postURL)
         return JobResult(url: url, status: response.status, body: String(response.bodyText.prefix(4096)))
     }
 

@@ -4,7 +4,9 @@
     python3 contrib/test/servers.py start [--dir DIR] [--only NAME]...   # stop leftovers, start all (or
                                                         # the named ones), write DIR/servers.env
     python3 contrib/test/servers.py stop  [--dir DIR]   # SIGTERM, then SIGKILL after 5 s (SeaweedFS: at
-                                                        # once); exits 0 if none ran
+                                                        # once) to every process a start for DIR
+                                                        # started; exits 0 if none ran, 1 naming any
+                                                        # it could not end
     python3 contrib/test/servers.py env   [--dir DIR]   # print DIR/servers.env
 
 DIR defaults to <repo>/.build/test-servers. Every server listens on 127.0.0.1 only, on a free port,
@@ -223,12 +225,19 @@ def log_tail(d: Path, name: str, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
+# Every process `spawn` starts carries MARKER=DIR in its environment, and so does whatever those
+# start (environments are inherited): `stop` finds them all by it, also those whose pid file is
+# gone or that left their process group.
+MARKER = "UPLOADD_TEST_SERVERS_DIR"
+
+
 def spawn(d: Path, name: str, argv: list[str], env: dict[str, str] | None = None,
           cwd: Path | None = None) -> subprocess.Popen:
     """Start argv detached: own session and process group, stdin from /dev/null, output to its log."""
     with open(d / "logs" / f"{name}.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+                                start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), MARKER: str(d)})
     (d / "pids" / f"{name}.pid").write_text(f"{proc.pid} {start_time(proc.pid)}\n")
     return proc
 
@@ -1173,44 +1182,85 @@ def unix_socket_answers(path: Path) -> bool:
             return False
 
 
-def group_alive(pgid: int) -> bool:
-    try:  # reap our own children in the group (after a failed start), or they linger as zombies
-        os.waitpid(-pgid, os.WNOHANG)
+def processes() -> dict[int, tuple[int, bytes]]:
+    """pid -> (process group, environment) of every live process /proc shows (zombies left out:
+    they have ended, and only their parent can reap them). The environment is b"" where it cannot
+    be read (another user's process)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses; it ends at the last ')'.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] in ("Z", "X"):
+            continue
+        try:
+            environment = Path(f"/proc/{entry.name}/environ").read_bytes()
+        except OSError:
+            environment = b""
+        table[int(entry.name)] = (int(fields[2]), environment)
+    return table
+
+
+def left_over(d: Path, groups: set[int]) -> dict[int, int]:
+    """pid -> process group of every live process of `groups`, or whose environment marks it as
+    started for d (MARKER)."""
+    try:  # reap our own children (after a failed start), or they linger as zombies
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
     except ChildProcessError:
         pass
+    marker = f"{MARKER}={d}".encode()
+    return {pid: group for pid, (group, environment) in processes().items()
+            if pid != os.getpid() and (group in groups or marker in environment.split(b"\0"))}
+
+
+def describe(pid: int) -> str:
     try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = "?"
+    return f"{pid} ({command[:120]})"
 
 
 def stop(d: Path) -> None:
-    groups, at_once = [], set()
+    """Ends every server of d: the process group of each pid file, and every process that carries
+    d's MARKER (with its group). SIGTERM, then SIGKILL to whatever is left after STOP_TIMEOUT
+    (SeaweedFS: at once). Raises ServerError naming any process still there after that."""
+    groups, at_once = set(), set()
     for pid_file in sorted((d / "pids").glob("*.pid")):
         pid, started = pid_file.read_text().split()
         # A live process with this pid but another start time is not ours: the pid was reused.
         # With the leader gone its group may live on; Linux reuses no pid still in use as a group id.
         if start_time(int(pid)) in (started, None):
-            groups.append(int(pid))
+            groups.add(int(pid))
             if pid_file.stem in KILL_AT_ONCE:
                 at_once.add(int(pid))
         pid_file.unlink()
+    left = left_over(d, groups)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pgid in groups:
+        for pgid in set(left.values()):
             try:
                 os.killpg(pgid, signal.SIGKILL if pgid in at_once else sig)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + STOP_TIMEOUT
-        while (groups := [g for g in groups if group_alive(g)]) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while (left := left_over(d, groups)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not left:
+            break
     for ports_file in (d / "pids").glob("*.ports"):  # unix sockets a killed server left in /tmp
         for port in ports_file.read_text().split():
             for leftover in Path("/tmp").glob(f"seaweedfs-*-{int(port)}.sock"):
                 if leftover.is_socket() and not unix_socket_answers(leftover):
                     leftover.unlink(missing_ok=True)
         ports_file.unlink()
+    if left:
+        raise ServerError("could not end " + ", ".join(describe(pid) for pid in sorted(left)))
 
 
 def start(d: Path, only: list[str] | None = None) -> None:

@@ -5,9 +5,10 @@ import UploadWire
 
 /// Issue 48, "Servers as users have them": uploads to the matrix of real servers in their default
 /// configurations (`ServerMatrix`) and to the scripted server's answers no friendly server gives
-/// (`ScriptedServer`): folders made on any WebDAV server, a probe that cannot hang, HTTP as RFC 9110
-/// has it (417, 303, 307/308), servers that never answer 100 Continue, and `remotes --test` and
-/// `delete` telling the truth.
+/// (`ScriptedServer`): folders made whatever a missing one is answered with, a probe that cannot
+/// hang, HTTP as RFC 9110 has it (417, 303), servers that never answer 100 Continue, and `delete`
+/// telling the truth. What every server of the matrix must do (new folders, redirects, a wrong
+/// password, delete, `remotes --test`, a kill mid-upload) is ConformanceTests.
 @Suite(.serialized)
 final class ServersAsUsersHaveThemTests {
     let matrix: ServerMatrix
@@ -28,47 +29,19 @@ final class ServersAsUsersHaveThemTests {
         return path
     }
 
-    /// A daemon with one remote per matrix server named (and NAME-wrong with a wrong password).
-    func daemon(_ name: String, remotes: [String] = [], extra: String = "") throws -> DaemonProcess {
-        var config = "[daemon]\nretry_attempts = 2\nretry_for = 0\nretry_base_delay = 100\n"
-        for remote in remotes {
-            let server = try matrix.server(remote)
-            config += try server.remoteSection(
-                named: remote, passwordFile: files.appendingPathComponent("\(remote).pw").path)
-            if server.user != nil || !server.headers.isEmpty {
-                config += try server.remoteSection(
-                    named: "\(remote)-wrong", passwordFile: files.appendingPathComponent("\(remote)-wrong.pw").path,
-                    password: "not-the-password")
-            }
-        }
+    /// A daemon that gives up quickly, with `extra` appended to its config.
+    func daemon(_ name: String, extra: String = "") throws -> DaemonProcess {
+        let config = "[daemon]\nretry_attempts = 2\nretry_for = 0\nretry_base_delay = 100\n"
         let daemon = try DaemonProcess(name: name, config: config + extra)
         try daemon.start()
         return daemon
     }
 
     // MARK: 1. Folders on any WebDAV server
-
-    /// nginx as Debian ships it answers 500, rclone and SabreDAV 404, Apache, lighttpd and WsgiDAV
-    /// 409 to a PUT into a missing folder: each time the folders are made and the file sent again.
-    @Test func aPutIntoNewFoldersWorksOnEveryWebDAVServer() throws {
-        let servers = matrix.servers(protocol: "put").filter { $0.missingFolder != 201 }
-        #expect(Set(servers.map(\.name)).isSuperset(of: ["nginx-stock", "rclone-webdav", "sabredav", "apache"]))
-        let daemon = try daemon("folders", remotes: servers.map(\.name))
-        defer { daemon.stop() }
-        let source = try file("nested.bin", size: 200_000)
-        var jobs: [(ServerMatrix.Server, JobID)] = []
-        for server in servers {
-            jobs.append((server, try daemon.add([source], to: "\(server.name):\(run)/a/b/", ["--protocol", "put"])[0]))
-        }
-        for (server, id) in jobs {
-            let job = try daemon.waitFor(id, timeout: 60)
-            #expect(job.state == .completed, "\(server.name): \(String(describing: job.error))")
-            #expect(job.attempts == 1, "\(server.name): \(job.attempts) attempts")
-            if let stored = server.storedPath("\(run)/a/b/nested.bin") {
-                #expect(try Command.sha256(stored) == Command.sha256(source), "\(server.name)")
-            }
-        }
-    }
+    //
+    // A PUT into new folders on every WebDAV server of the matrix, 307/308 followed and a
+    // cross-origin redirect refused, and `remotes --test` with right and wrong credentials on
+    // every server: ConformanceTests.
 
     /// The scripted server's four answers to a PUT into a missing folder, with PROPFIND and MKCOL
     /// as WebDAV has them.
@@ -141,38 +114,6 @@ final class ServersAsUsersHaveThemTests {
         #expect(!requests.contains { $0.method == "GET" }, "\(requests.map(\.method))")
     }
 
-    /// 307 and 308 to the same origin are followed, the body sent again from its start; the file
-    /// lands where they point.
-    @Test(arguments: [307, 308])
-    func aSameOriginRedirectIsFollowed(status: Int) throws {
-        let daemon = try daemon("redirect-\(status)")
-        defer { daemon.stop() }
-        let source = try file("moved\(status).bin", size: 3 << 20)
-        let id = try daemon.add(
-            [source], to: "\(scripted.url)/redirect-\(status)/\(run)/", ["--protocol", "put", "--user", "u:p"])[0]
-        let job = try daemon.waitFor(id, timeout: 60)
-        #expect(job.state == .completed, "\(String(describing: job.error))")
-        let stored = "\(scripted.directory)/store/\(run)/moved\(status).bin"
-        #expect(try Command.sha256(stored) == Command.sha256(source))
-        #expect(job.result?.url == "\(scripted.url)/store/\(run)/moved\(status).bin")
-        let followed = try scripted.requests(under: "/store/\(run)/moved\(status)")
-        #expect(followed.contains { $0.method == "PUT" && $0.header("authorization") != nil }, "same credentials")
-    }
-
-    /// A redirect to another origin stays refused, with the message it has always had.
-    @Test func aCrossOriginRedirectIsRefused() throws {
-        let daemon = try daemon("cross-307")
-        defer { daemon.stop() }
-        let id = try daemon.add(
-            [try file("cross.bin")], to: "\(scripted.url)/cross-307/\(run)/", ["--protocol", "put", "--user", "u:p"])[0]
-        let job = try daemon.waitFor(id, timeout: 60)
-        #expect(job.state == .failed)
-        #expect(
-            job.error?.message.contains("uploads do not follow redirects") == true, "\(String(describing: job.error))")
-        let other = try scripted.requests(under: "/store/\(run)/").filter { $0.listener == "other" }
-        #expect(other.isEmpty, "nothing went to the other origin")
-    }
-
     // MARK: 10. Servers that never answer 100 Continue
 
     /// After the first body that waited for a 100 Continue that never came, bodies go to that
@@ -204,31 +145,6 @@ final class ServersAsUsersHaveThemTests {
         let delete = try daemon.ctl(["delete", "\(id)"])
         #expect(delete.status == 0, "\(delete)")
         #expect(delete.stdout == "\(id) it was not on the server (404)\n", "\(delete)")
-    }
-
-    @Test func remotesTestAuthenticatesAndTakesA501ToOptions() throws {
-        let daemon = try daemon(
-            "remotes-test", remotes: ["uploadserver", "rclone-webdav", "sabredav"],
-            extra: """
-                [remote chunked]
-                protocol = chunked
-                url = \(try TestServers.load().receiverURL)/upload
-                field = token=\(try TestServers.load().receiverToken)
-                [remote chunked-wrong]
-                protocol = chunked
-                url = \(try TestServers.load().receiverURL)/upload
-                field = token=not-the-token
-
-                """)
-        defer { daemon.stop() }
-        for good in ["uploadserver", "rclone-webdav", "sabredav", "chunked"] {
-            let check = try daemon.ctl(["remotes", "--test", good])
-            #expect(check.status == 0 && check.stdout.hasPrefix("\(good): ok: "), "\(check)")
-        }
-        for wrong in ["rclone-webdav-wrong", "sabredav-wrong", "uploadserver-wrong", "chunked-wrong"] {
-            let check = try daemon.ctl(["remotes", "--test", wrong])
-            #expect(check.status == 1 && check.stderr.contains("refused the credentials (HTTP 401"), "\(check)")
-        }
     }
 
     @Test(.enabled(if: geteuid() == 0, "root only: anyone else is refused /proc by access(2) already"))

@@ -466,7 +466,18 @@ def start_receiver(d: Path) -> "Started":
                                  max_body=1 << 30, max_body_status=413, expect_100=True,
                                  notes="POST /form only (any other path: 404); any one file part, stored as "
                                        "root/NAME; the token as a Bearer header (or a `token` field before "
-                                       "the file).")])
+                                       "the file)."),
+                    # The same receiver as the chunked block protocol's server: its one other protocol.
+                    matrix_entry(name="receiver-chunked", software="uploadd's reference receiver (contrib/receiver)",
+                                 package="repo:contrib/receiver/receiver.py", version="repo", protocol="chunked",
+                                 url=f"http://{HOST}:{port}/upload", root=str(files), layout="upload-id",
+                                 auth="field", fields={"token": token}, missing_folder=404, expect_100=True,
+                                 cannot_delete="DELETE /files/NAME takes the token only as a header (Authorization: "
+                                               "Bearer or X-Upload-Token), and the chunked protocol carries it as "
+                                               "its `token` field",
+                                 notes="POST /upload, the chunked block protocol: an init, then numbered blocks "
+                                       "(up to 64 MiB) with their CRC; the token as the `token` field. The file is "
+                                       "root/UPTOKEN.SUFFIX, the last segment of the result URL.")])
 
 
 def start_tus(d: Path) -> "Started":
@@ -601,7 +612,8 @@ def start_dav2(d: Path) -> "Started":
 # tests read to run one suite against every server of a protocol. An entry says (keys always there,
 # null where they do not apply):
 #
-#   name         the server's name in SERVERS (and its folder under DIR, its log in DIR/logs)
+#   name         the server's name in SERVERS (and its folder under DIR, its log in DIR/logs); a server
+#                that speaks a second protocol has a second entry, NAME-PROTOCOL (receiver-chunked)
 #   software     what it is, as a user would name it
 #   package      where it comes from: "debian:NAME" or "pypi:NAME"; version: that package's version
 #   protocol     put (WebDAV), post (multipart/form-data), tus or s3: uploadctl add --protocol
@@ -612,8 +624,9 @@ def start_dav2(d: Path) -> "Started":
 #                the file's name counts: root/f), "name-increment" (root/STEM.0001.EXT for f = STEM.EXT,
 #                the first number free: django-tus), "upload-id" (tus: root/ID, ID the last segment
 #                of Location)
-#   auth         "basic" (user, password), "bearer" (headers carry it), "sigv4" (s3 keys checked),
-#                "sigv4-unchecked" (any keys are taken) or "none"
+#   auth         "basic" (user, password), "bearer" (headers carry it), "field" (fields carry it: the
+#                chunked protocol's `token`), "sigv4" (s3 keys checked), "sigv4-unchecked" (any keys are
+#                taken) or "none"
 #   user, password, headers, fields   credentials and extra headers or form fields every upload needs
 #   file_field   post: the name of the form part that carries the file (uploadd.conf file_field)
 #   s3           s3: {"endpoint", "bucket", "region", "access_key", "secret_key", "path_style"}
@@ -624,6 +637,14 @@ def start_dav2(d: Path) -> "Started":
 #   expect_100   true if it answers `Expect: 100-continue` with 100 Continue, false if it never does
 #                (a client waits its own timeout, then sends the body anyway)
 #   http         the HTTP version of its answers; keep_alive: false if it closes after each answer
+#   cannot_delete    null when a DELETE of what an upload left removes it (uploadctl delete), else why
+#                it cannot be: the conformance suite then expects a clear refusal
+#   defects      the server's own bugs in its default configuration that the conformance suite
+#                (Tests/IntegrationTests/ConformanceTests.swift) expects, as {KEY: why}; the keys it
+#                knows: "chunks-overwrite" (each chunk of a multi-chunk upload truncates the file:
+#                only the last chunk survives, the size is right), "truncated-kept" (a body cut off
+#                mid-way is stored under the file's name as if whole; the next upload of the name
+#                goes to STEM (1).EXT)
 #   notes        what was changed from the default configuration and why, and its quirks
 
 
@@ -636,7 +657,7 @@ class Started:
 
 MATRIX_KEYS = ("name", "software", "package", "version", "protocol", "url", "root", "layout", "auth", "user",
                "password", "headers", "fields", "file_field", "s3", "missing_folder", "max_body",
-               "max_body_status", "expect_100", "http", "keep_alive", "notes")
+               "max_body_status", "expect_100", "http", "keep_alive", "cannot_delete", "defects", "notes")
 
 
 def matrix_entry(**values) -> dict:
@@ -646,6 +667,7 @@ def matrix_entry(**values) -> dict:
     entry = {key: values.get(key) for key in MATRIX_KEYS}
     entry["headers"] = entry["headers"] or {}
     entry["fields"] = entry["fields"] or {}
+    entry["defects"] = entry["defects"] or {}
     entry["http"] = entry["http"] or "1.1"
     entry["keep_alive"] = True if entry["keep_alive"] is None else entry["keep_alive"]
     return entry
@@ -1025,6 +1047,10 @@ def start_uploadserver(d: Path) -> Started:
         protocol="post", url=f"http://{HOST}:{port}/upload", root=str(u / "files"), layout="name",
         auth="basic", user=MATRIX_USER, password=MATRIX_PASSWORD, file_field="files", missing_folder=404,
         expect_100=False, http="1.0", keep_alive=False,
+        cannot_delete="it answers an upload 204 with no body and no Location: nothing names the stored file",
+        defects={"truncated-kept": f"uploadserver {version} stores a POST whose body was cut off (the client "
+                                   "killed) under the file's name as if it were whole, so the next upload of "
+                                   "that name, whole, is stored as STEM (1).EXT"},
         notes="`python -m uploadserver --bind --directory --basic-auth-upload PORT`. Takes POST /upload only "
               "(a folder in the URL is 404), the file in the part `files`, answers 204 with no body (so "
               "nothing says where the file is: it cannot be deleted) and HTTP/1.0, closes every connection, "
@@ -1083,6 +1109,9 @@ def start_django_tus(d: Path) -> Started:
         name="django-tus", software=f"django-tus under Django {pip_version('django')} runserver", package=package,
         version=version, protocol="tus", url=f"http://{HOST}:{port}/files/", root=str(t / "files"),
         layout="name-increment", auth="none", max_body=int(2.5 * (1 << 20)), max_body_status=400, expect_100=True,
+        cannot_delete="it answers DELETE with 405 (its view has no delete), though OPTIONS lists termination",
+        defects={"chunks-overwrite": f"django-tus {version} opens the file with \"wb\" for each PATCH "
+                                     "(tusfile.py, _write_file): every chunk truncates what the earlier ones wrote"},
         notes="contrib/test/django_tus_app.py: Django's settings at their defaults but for what a project "
               "must set. DATA_UPLOAD_MAX_MEMORY_SIZE 2.5 MiB: a PATCH over it is 400 (RequestDataTooBig). "
               "A finished upload is moved to root/STEM.0001.EXT (its filename metadata, numbered: "

@@ -104,6 +104,8 @@ def remote_section(name: str, entry: dict, scratch: Path, wrong: bool) -> str:
                 value += "-wrong"
             lines.append(f"header = {key}: {value}")
         for key, value in entry["fields"].items():
+            if wrong and entry["auth"] == "field":  # the fields carry the token
+                value += "-wrong"
             lines.append(f"field = {key}={value}")
         if entry["file_field"] and protocol == "post":
             lines.append(f"file_field = {entry['file_field']}")
@@ -111,7 +113,7 @@ def remote_section(name: str, entry: dict, scratch: Path, wrong: bool) -> str:
 
 
 def checks_credentials(entry: dict) -> bool:
-    return entry["auth"] in ("basic", "bearer", "sigv4")
+    return entry["auth"] in ("basic", "bearer", "field", "sigv4")
 
 
 def landed(entry: dict, job: dict, name: str, remote_path: str) -> Path | None:

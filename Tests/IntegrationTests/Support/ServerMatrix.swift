@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// The matrix of real servers in their default configurations (issue 48), as
 /// `contrib/test/servers.py start` describes them in matrix.json (`UPLOADD_TEST_MATRIX`); the keys
@@ -21,7 +22,8 @@ struct ServerMatrix: Sendable {
         var root: String?
         /// How a URL maps to a file under root: path, name, name-increment or upload-id.
         var layout: String
-        /// basic, bearer, sigv4, sigv4-unchecked or none.
+        /// basic, bearer (headers carry it), field (fields carry it), sigv4, sigv4-unchecked (any keys
+        /// are taken) or none.
         var auth: String
         var user: String?
         var password: String?
@@ -38,7 +40,15 @@ struct ServerMatrix: Sendable {
         var expect100: Bool
         var http: String
         var keepAlive: Bool
+        /// Nil when a DELETE removes what an upload left; else why the server cannot.
+        var cannotDelete: String?
+        /// The server's own bugs in its default configuration, as {KEY: why} (servers.py lists the keys).
+        var defects: [String: String]?
         var notes: String
+
+        /// Whether a wrong password, token or secret is refused (auth other than none and
+        /// sigv4-unchecked).
+        var checksCredentials: Bool { !["none", "sigv4-unchecked"].contains(auth) }
 
         struct S3: Sendable, Decodable {
             var endpoint: String
@@ -58,8 +68,9 @@ struct ServerMatrix: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case name, software, version, `protocol`, url, root, layout, auth, user, password, headers, fields, s3
-            case http, notes
+            case http, notes, defects
             case fileField = "file_field"
+            case cannotDelete = "cannot_delete"
             case missingFolder = "missing_folder"
             case maxBody = "max_body"
             case maxBodyStatus = "max_body_status"
@@ -68,19 +79,33 @@ struct ServerMatrix: Sendable {
         }
 
         /// An uploadd.conf `[remote NAME]` section that uploads to this server with its credentials
-        /// (`password` replaces the right one: a wrong password for the tests that want one).
-        /// `passwordFile`: where the password is written (uploadd reads secrets from files).
+        /// (`password` replaces the right one, the S3 secret and a token in a header or a field too:
+        /// a wrong password for the tests that want one). `passwordFile`: where the password or S3
+        /// secret is written (uploadd reads secrets from files).
         func remoteSection(named remote: String, passwordFile: String, password: String? = nil) throws -> String {
             var lines = ["[remote \(remote)]", "protocol = \(self.protocol)", "url = \(url)"]
+            func writeSecret(_ secret: String) throws {
+                try (secret + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
+                chmod(passwordFile, 0o600)
+            }
             if let user {
-                try ((password ?? self.password ?? "") + "\n").write(
-                    toFile: passwordFile, atomically: true, encoding: .utf8)
+                try writeSecret(password ?? self.password ?? "")
                 lines += ["user = \(user)", "password_file = \(passwordFile)"]
+            }
+            if let s3 {
+                try writeSecret(password ?? s3.secretKey)
+                lines += [
+                    "endpoint = \(s3.endpoint)", "region = \(s3.region)", "access_key_id = \(s3.accessKey)",
+                    "secret_access_key_file = \(passwordFile)",
+                ]
+                if let pathStyle = s3.pathStyle { lines.append("path_style = \(pathStyle)") }
             }
             for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
                 lines.append("header = \(name): \(password.map { _ in "Bearer wrong" } ?? value)")
             }
-            for (name, value) in fields.sorted(by: { $0.key < $1.key }) { lines.append("field = \(name)=\(value)") }
+            for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+                lines.append("field = \(name)=\(auth == "field" ? password ?? value : value)")
+            }
             if let fileField { lines.append("file_field = \(fileField)") }
             return lines.joined(separator: "\n") + "\n"
         }

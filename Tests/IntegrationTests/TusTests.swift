@@ -55,6 +55,25 @@ final class TusTests {
         #expect(info.contains("tus-\(size).bin"), "filename metadata was sent: \(info)")
     }
 
+    /// `rate_limit` holds for an upload sent in many requests: each 1 MiB chunk once started with
+    /// a full bucket of its own, a tenth of a second's worth at 12M, and went whole at the
+    /// server's speed (the crash loop's 80 MiB tus upload ended before it could be canceled).
+    @Test func rateLimitHoldsAcrossChunks() throws {
+        let limited = try DaemonProcess(name: "tus-rate", config: "[daemon]\ntransfers = 1\nrate_limit = 12M\n")
+        defer { limited.stop() }
+        try limited.start()
+        let path = files.appendingPathComponent("rate-limited.bin").path
+        try makeRandomFile(at: path, size: 36 << 20)
+        let started = Date()
+        let ids = try limited.add([path], to: servers.tusURL, ["--protocol", "tus", "--chunk-size", "1M"])
+        let job = try limited.waitFor(ids[0], timeout: 120)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(job.state == .completed, "\(String(describing: job.error))")
+        // 36 MiB at 12 MiB/s is 3 s; a busy machine only makes it slower, so the bound is firm.
+        #expect(seconds >= 2.6, "36 MiB under rate_limit = 12M took \(seconds) s")
+        print("tus 36 MiB in 1 MiB chunks under rate_limit = 12M: \(String(format: "%.2f", seconds)) s")
+    }
+
     @Test func autoDetectsTusFromOptions() throws {
         let path = files.appendingPathComponent("auto.bin").path
         try makeRandomFile(at: path, size: 3 << 20)

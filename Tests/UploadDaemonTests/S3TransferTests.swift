@@ -495,7 +495,8 @@ struct S3PartWindowTests {
         let context = TransferContext(
             job: job,
             target: ResolvedTarget(
-                uploadProtocol: .s3, url: s3.objectURL, fileName: "big.bin", chunkSize: Self.part, rateLimit: rateLimit,
+                uploadProtocol: .s3, url: s3.objectURL, fileName: "big.bin", chunkSize: Self.part,
+                rateLimit: rateLimit.map { TransferRate(bytesPerSecond: $0) },
                 s3: s3),
             source: source, meter: ProgressMeter(),
             commit: { acked, _, durable in commits.append(acked, durable: durable) })

@@ -42,12 +42,12 @@ struct SendBudgetTests {
         let budget = SendBudget()
         budget.setLimit(1 << 20, at: 0)
         budget.senders = 4
-        let pacer = SendPacer(budget: budget, ownRate: 64 << 10, now: 0)
+        let pacer = SendPacer(budget: budget, own: TransferRate(bytesPerSecond: 64 << 10, now: 0))
         #expect(pacer.rate == 64 << 10)
         #expect(pacer.allowance(1 << 20, at: 0) <= 16 << 10, "its own bucket's size")
         budget.setLimit(nil, at: 1)
         #expect(pacer.rate == 64 << 10)
-        let unlimited = SendPacer(budget: budget, ownRate: nil, now: 1)
+        let unlimited = SendPacer(budget: budget, own: nil)
         #expect(!unlimited.isLimited)
         #expect(unlimited.allowance(5 << 20, at: 1) == 5 << 20)
     }
@@ -55,11 +55,29 @@ struct SendBudgetTests {
     @Test func aHeldPacerSaysSoForTheStallClock() {
         let budget = SendBudget()
         budget.setLimit(10_000, at: 0)
-        let pacer = SendPacer(budget: budget, ownRate: nil, now: 0)
+        let pacer = SendPacer(budget: budget, own: nil)
         let first = pacer.allowance(1 << 20, at: 0)
         pacer.spend(first, at: 0)
         #expect(pacer.allowance(1 << 20, at: 0) == 0)
         #expect(pacer.wasHeld(within: 2, at: 1))
         #expect(!pacer.wasHeld(within: 2, at: 3))
+    }
+
+    /// A chunked upload's requests share the transfer's bucket: the second chunk's request does
+    /// not start with a full one. (With a bucket per request, each 1 MiB tus chunk under a 12M
+    /// `rate_limit` went whole at once, and the limit did not hold at all.)
+    @Test func theRequestsOfOneTransferShareItsOwnLimit() {
+        let budget = SendBudget()
+        let rate = TransferRate(bytesPerSecond: 1 << 20, now: 0)
+        let first = SendPacer(budget: budget, own: rate)
+        var sent = 0
+        while case let allowed = first.allowance(1 << 20, at: 0), allowed > 0 {
+            first.spend(allowed, at: 0)
+            sent += allowed
+        }
+        #expect(sent <= (1 << 20) / 10 + 1, "a tenth of a second's worth at most: \(sent)")
+        let second = SendPacer(budget: budget, own: rate)
+        #expect(second.allowance(1 << 20, at: 0) == 0, "the next request of the transfer waits its turn")
+        #expect(second.allowance(1 << 20, at: 0.5) > 0)
     }
 }

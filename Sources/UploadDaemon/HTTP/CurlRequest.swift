@@ -78,12 +78,12 @@ final class CurlRequest {
     var sendsBody: Bool { request.body.sizeHint > 0 }
 
     /// Puts the request under the bandwidth limits: the global `budget` and its own
-    /// `maxSendRate`. On the HTTP thread, before the handle is added. A body already in memory
+    /// `sendRate`. On the HTTP thread, before the handle is added. A body already in memory
     /// with the head (made before a limit was set) is counted against them as it goes.
     func pace(with budget: SendBudget) {
         guard sendsBody else { return }
         let now = MonotonicClock.seconds()
-        let pacer = SendPacer(budget: budget, ownRate: request.maxSendRate, now: now)
+        let pacer = SendPacer(budget: budget, own: request.sendRate)
         self.pacer = pacer
         for reader in readers { reader.pacer = pacer }
         if headBody != nil, pacer.isLimited, request.body.length > 0 {
@@ -335,7 +335,8 @@ final class CurlRequest {
             handle, CURLOPT_HTTP_VERSION, request.http2 ? CCurl_HTTP_VERSION_2TLS : CCurl_HTTP_VERSION_1_1)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
         uploadBufferSize = Self.uploadBufferSize(
-            rateLimit: [request.maxSendRate, sharedLimit].compactMap { $0 }.min(), bodyLength: request.body.sizeHint)
+            rateLimit: [request.sendRate?.bytesPerSecond, sharedLimit].compactMap { $0 }.min(),
+            bodyLength: request.body.sizeHint)
         _ = CCurl_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, uploadBufferSize)
         _ = CCurl_easy_setopt_string(handle, CURLOPT_USERAGENT, Self.userAgent)
         _ = CCurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, opaqueSelf)
@@ -419,7 +420,7 @@ final class CurlRequest {
     /// Whether a body of `length` bytes goes out with the head: when it is short, and sent at full
     /// speed (a rate limit paces the bytes libcurl reads, which these are not).
     private func sendsWithHead(length: Int, sharedLimit: Int64?) -> Bool {
-        length > 0 && length < Self.headBodyLimit && request.maxSendRate == nil && sharedLimit == nil
+        length > 0 && length < Self.headBodyLimit && request.sendRate == nil && sharedLimit == nil
     }
 
     /// A body held in memory and handed to libcurl as POSTFIELDS (which it does not copy: the

@@ -163,7 +163,7 @@ final class HTTPClient: TaskExecutor, Sendable {
             }
             if sharesChanged {
                 budget.senders = active.values.count(where: \.sendsBody)
-                pacing = budget.bucket != nil || active.values.contains { $0.request.maxSendRate != nil }
+                pacing = budget.bucket != nil || active.values.contains { $0.request.sendRate != nil }
                 sharesChanged = false
             }
             if stopping { break }

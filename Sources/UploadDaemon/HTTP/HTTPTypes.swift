@@ -24,8 +24,8 @@ struct HTTPRequest: Sendable {
     /// Seconds the answer may take once the request is sent: a server that trickles an endless
     /// answer must not hold an upload slot forever (the stall timeout sees its bytes moving).
     var responseTimeout = 300
-    /// Bytes per second to send at most; nil is unlimited.
-    var maxSendRate: Int64?
+    /// The transfer's own limit, shared by all its requests; nil is unlimited.
+    var sendRate: TransferRate?
     /// A body sent slower than this (bytes per second) for `minSpeedTime` seconds is too slow
     /// (`CurlRequest.isTooSlow`); 0 turns the rule off.
     var minSpeed: Int64 = 0

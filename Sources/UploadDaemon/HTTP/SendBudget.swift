@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A rate in bytes per second as a token bucket: bytes are taken before they are read from the
 /// file, and the bucket refills at the rate, holding at most a tenth of a second's worth.
 ///
@@ -89,20 +91,41 @@ final class SendBudget {
 @available(*, unavailable)
 extension SendBudget: Sendable {}
 
+/// One transfer's own limit (`rate_limit`): a bucket that every request of the transfer takes
+/// from, made once per attempt. A bucket per request started each request full: a tus upload in
+/// 1 MiB chunks under `rate_limit = 12M` sent every chunk whole at once, a tenth of a second's
+/// bucket being larger than the chunk, and went at the server's speed.
+final class TransferRate: Sendable, Equatable {
+    let bytesPerSecond: Int64
+    private let bucket: Mutex<TokenBucket>
+
+    init(bytesPerSecond: Int64, now: Double = MonotonicClock.seconds()) {
+        self.bytesPerSecond = bytesPerSecond
+        bucket = Mutex(TokenBucket(rate: bytesPerSecond, now: now))
+    }
+
+    func available(at now: Double) -> Int { bucket.withLock { $0.available(at: now) } }
+    func take(_ count: Int, at now: Double) { bucket.withLock { $0.take(count, at: now) } }
+    func secondsUntil(_ count: Int, at now: Double) -> Double { bucket.withLock { $0.secondsUntil(count, at: now) } }
+
+    /// Two targets with the same limit are the same target, whoever's bucket it is.
+    static func == (lhs: TransferRate, rhs: TransferRate) -> Bool { lhs.bytesPerSecond == rhs.bytesPerSecond }
+}
+
 /// What one request may send now: the global budget and its own limit (`rate_limit`) together.
 /// Its body readers ask before each read; a read that gets nothing pauses the request, and the
 /// HTTP thread resumes it once bytes may go (`CurlRequest.resumeReadingIfReady`). Used by the
 /// HTTP thread only.
 final class SendPacer {
     private let budget: SendBudget
-    private var own: TokenBucket?
+    private let own: TransferRate?
     /// When a read last found no bytes allowed (monotonic seconds): the request is then held by
     /// uploadd, not by the server, and the stall and minimum-speed checks must not count it.
     private(set) var heldAt: Double?
 
-    init(budget: SendBudget, ownRate: Int64?, now: Double) {
+    init(budget: SendBudget, own: TransferRate?) {
         self.budget = budget
-        own = ownRate.map { TokenBucket(rate: $0, now: now) }
+        self.own = own
     }
 
     /// Whether anything limits this request at all.
@@ -110,7 +133,7 @@ final class SendPacer {
 
     /// The lowest rate that applies to it (nil: none).
     var rate: Int64? {
-        [own?.rate, budget.bucket.map { $0.rate / Int64(max(budget.senders, 1)) }].compactMap { $0 }.min()
+        [own?.bytesPerSecond, budget.bucket.map { $0.rate / Int64(max(budget.senders, 1)) }].compactMap { $0 }.min()
     }
 
     /// Bytes the next read may take, at most `wanted`; 0 holds the request.
@@ -119,7 +142,7 @@ final class SendPacer {
         if budget.bucket != nil {
             allowed = min(allowed, budget.bucket!.available(at: now), budget.shareOfAFullBucket)
         }
-        if own != nil { allowed = min(allowed, own!.available(at: now)) }
+        if let own { allowed = min(allowed, own.available(at: now)) }
         if allowed <= 0 { heldAt = now }
         return max(allowed, 0)
     }
@@ -140,9 +163,9 @@ final class SendPacer {
             let step = min(16 << 10, Int(TokenBucket.capacity(rate)))
             seconds = max(seconds, budget.bucket!.secondsUntil(step, at: now))
         }
-        if let rate = own?.rate {
-            let step = min(16 << 10, Int(TokenBucket.capacity(rate)))
-            seconds = max(seconds, own!.secondsUntil(step, at: now))
+        if let own {
+            let step = min(16 << 10, Int(TokenBucket.capacity(own.bytesPerSecond)))
+            seconds = max(seconds, own.secondsUntil(step, at: now))
         }
         return seconds
     }

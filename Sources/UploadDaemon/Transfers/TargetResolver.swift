@@ -64,7 +64,7 @@ struct TargetResolver: Sendable {
         target.minSpeed = config.minSpeed
         target.minSpeedTime = config.minSpeedTime
         target.connectTimeout = config.connectTimeout
-        target.rateLimit = config.rateLimit
+        target.rateLimit = config.rateLimit.map { TransferRate(bytesPerSecond: $0) }
         target.umask = spec.umask.map { mode_t($0) } ?? umask
         target.responseTimeout = config.responseTimeout
         target.allowCrossOrigin = remote?.allowCrossOrigin ?? false

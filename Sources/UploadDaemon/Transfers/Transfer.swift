@@ -75,7 +75,8 @@ struct ResolvedTarget: Sendable, Equatable {
     var minSpeed: Int64 = 0
     var minSpeedTime = 120
     var connectTimeout = 20
-    var rateLimit: Int64?
+    /// `rate_limit`, one bucket for all the attempt's requests.
+    var rateLimit: TransferRate?
     /// The umask for what a `file://` copy creates: the adding client's, else the daemon's own.
     var umask: mode_t = 0o022
     /// `auto` for an http destination: the registry's probes decide the protocol before the upload.
@@ -106,7 +107,7 @@ struct ResolvedTarget: Sendable, Equatable {
         request.minSpeed = minSpeed
         request.minSpeedTime = minSpeedTime
         request.connectTimeout = connectTimeout
-        request.maxSendRate = rateLimit
+        request.sendRate = rateLimit
         return request
     }
 }

@@ -382,7 +382,7 @@ struct S3Client: Sendable {
         request.http2 = target.http2
         request.stallTimeout = target.stallTimeout
         request.connectTimeout = target.connectTimeout
-        request.maxSendRate = target.rateLimit
+        request.sendRate = target.rateLimit
         request.responseTimeout = target.responseTimeout
         if let maxResponseBytes { request.maxResponseBytes = maxResponseBytes }
         let response = try await http.send(request, meter: meter)

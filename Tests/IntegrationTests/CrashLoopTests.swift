@@ -335,18 +335,17 @@ final class CrashLoopTests {
     /// that a daemon that forgets the cleanup is caught almost surely.
     @Test func aKillRightAfterCancelStillLeavesNothingOnTheServers() throws {
         try daemon.start()
-        var jobs: [Upload] = []
-        for (index, kind) in [Kind.s3, .tus, .s3, .tus].enumerated() {
-            jobs.append(
-                try add(
-                    // Big enough to be still uploading (12 MiB/s each) after three kill-and-restarts
-                    // on a loaded machine; at 40 MiB the last one once finished first.
-                    try prepare(kind, size: 120 * Self.mebibyte, label: "cancel-kill-\(index)-\(kind)", cancel: true),
-                    // Without copies, all four start at once. Copies of big files are made one
-                    // after another, and tus and S3 wait for theirs: on a loaded machine the first
-                    // job once ended before the last had begun, and so before its cancel.
-                    extra: ["--snapshot", "none"]))
+        // Big enough to be still uploading (12 MiB/s each) after three kill-and-restarts on a
+        // loaded machine; at 40 MiB the last one once finished first. All four files are made
+        // before the first add: made between the adds (120 MiB of random bytes and their hash
+        // each), the first job once uploaded all of its 120 MiB before the last was added.
+        let files = try [Kind.s3, .tus, .s3, .tus].enumerated().map { index, kind in
+            try prepare(kind, size: 120 * Self.mebibyte, label: "cancel-kill-\(index)-\(kind)", cancel: true)
         }
+        // Without copies, all four start at once. Copies of big files are made one after another,
+        // and tus and S3 wait for theirs: on a loaded machine the first job once ended before the
+        // last had begun, and so before its cancel.
+        let jobs = try files.map { try add($0, extra: ["--snapshot", "none"]) }
         let underway = try eventually(timeout: 30) {
             try jobs.allSatisfy { try daemon.job($0.id).bytesAcked >= Int64(($0.kind == .s3 ? 5 : 1) * Self.mebibyte) }
         }

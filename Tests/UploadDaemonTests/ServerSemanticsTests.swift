@@ -55,6 +55,23 @@ struct ServerSemanticsTests {
         #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "MKCOL \(folder)", "PUT \(url)"])
     }
 
+    /// Two PUTs side by side into one new folder both get the "missing" answer; the other job's
+    /// MKCOL lands first. This one finds nothing left to make and still sends its file again.
+    @Test func aFolderMadeMeanwhileByAnotherJobStillGetsThePutAgain() async throws {
+        let folders = FolderServer(missingStatus: 409)
+        let url = "http://127.0.0.1:1/dav/race-\(UUID().uuidString.prefix(6))/a.bin"
+        let folder = WebDAVCollections.ancestors(of: url)[0]
+        let server = ScriptedHTTP { request in
+            let answer = folders.answer(request)
+            // The other job's MKCOL, right after this job's PROPFIND saw the folder missing.
+            if request.method == "PROPFIND" { folders.made.withLock { _ = $0.insert(folder) } }
+            return answer
+        }
+        let result = try await put(server, url: url)
+        #expect(try result.get().status == 201)
+        #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "MKCOL \(folder)", "PUT \(url)"])
+    }
+
     /// A 500 (or a 404) from a server that shows the folder exists is not about the folder: it
     /// stands, and a 500 stays retryable. Nothing is made.
     @Test(arguments: [404, 500])

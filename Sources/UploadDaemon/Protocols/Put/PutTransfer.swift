@@ -20,11 +20,14 @@ struct PutTransfer: Transfer {
         var response = try await http.send(put, meter: context.meter)
         if WebDAVCollections.mayMeanMissingFolder(response.status) {
             // The folder may not exist. If the server says so, make it, then send the file again (once).
+            // The file goes again also when no folder was left to make: another job into the same
+            // new folder made it meanwhile (two PUTs side by side both get the 409).
             let folders = WebDAVCollections(http: http)
-            if try await folders.parentIsMissing(of: target.url, target: target, putStatus: response.status),
-                try await folders.createParents(of: target.url, target: target)
-            {
-                await context.note("the server answered the PUT with HTTP \(response.status): made the missing folders")
+            if try await folders.parentIsMissing(of: target.url, target: target, putStatus: response.status) {
+                let made = try await folders.createParents(of: target.url, target: target)
+                await context.note(
+                    "the server answered the PUT with HTTP \(response.status): "
+                        + (made ? "made the missing folders" : "the missing folders were made meanwhile"))
                 context.meter.restart(because: "the folder was missing (HTTP \(response.status)); made it")
                 response = try await http.send(put, meter: context.meter)
             }

@@ -62,8 +62,8 @@ struct WebDAVCollections: Sendable {
         }
     }
 
-    /// Makes the missing folders above `url`; false when every one existed already (nothing to send
-    /// again). Throws a failure that says which folder could not be made and why.
+    /// Makes the missing folders above `url`; false when every one existed already (another job
+    /// into the same new folder made them meanwhile). Throws a failure that says which folder could not be made and why.
     func createParents(of url: String, target: ResolvedTarget) async throws -> Bool {
         let folders = Self.ancestors(of: url)
         guard !folders.isEmpty else { return false }

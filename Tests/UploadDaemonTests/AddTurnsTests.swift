@@ -5,28 +5,45 @@ import UploadWire
 
 @testable import UploadDaemon
 
-@Suite("Adds at once take their IDs in the order they came")
+@Suite("Adds at once take their IDs in the order their lines were read")
 struct AddTurnsTests {
-    /// The rule alone: turns parked out of order go on in order, each once the one before ends.
-    @Test func parkedTurnsGoOnInOrder() async {
-        let taker = TurnTaker()
-        let turns = await taker.take(3)
-        #expect(turns == [0, 1, 2])
-        // The last two ask first; neither may go before turn 0 ends.
-        let late = Task { await taker.run(turns[2]) }
-        let middle = Task { await taker.run(turns[1]) }
-        while await taker.parkedCount < 2 { await Task.yield() }
-        #expect(await taker.ran.isEmpty)
-        await taker.run(turns[0])
+    /// The rule alone: turns waiting out of order go on in order, each once the one before ends.
+    @Test func waitingTurnsGoOnInOrder() async {
+        let turns = AddTurns()
+        let taken = (0..<3).map { _ in turns.take() }
+        #expect(taken.map(\.number) == [0, 1, 2])
+        let ran = RanList()
+        // The last two wait first; neither may go before turn 0 ends.
+        let late = Task { await run(taken[2], into: ran) }
+        let middle = Task { await run(taken[1], into: ran) }
+        while turns.parkedCount < 2 { await Task.yield() }
+        #expect(await ran.numbers.isEmpty)
+        await run(taken[0], into: ran)
         _ = await (late.value, middle.value)
-        #expect(await taker.ran == [0, 1, 2])
+        #expect(await ran.numbers == [0, 1, 2])
+        #expect(turns.isIdle)
     }
 
-    /// A client's second add whose files are checked long before its first's still gets the later
-    /// IDs.
-    @Test func aLaterAddWhoseChecksEndFirstWaitsForTheEarlierOnesIDs() async throws {
+    /// A request that adds nothing (a `status` between two adds) ends its turn as soon as it knows,
+    /// even before the turn comes, and ending it twice changes nothing.
+    @Test func aTurnEndedEarlyLetsTheNextAddGoOnInItsPlace() async {
+        let turns = AddTurns()
+        let (add, status, laterAdd) = (turns.take(), turns.take(), turns.take())
+        status.end()
+        status.end()
+        let ran = RanList()
+        let later = Task { await run(laterAdd, into: ran) }
+        while turns.parkedCount < 1 { await Task.yield() }
+        await run(add, into: ran)
+        await later.value
+        #expect(await ran.numbers == [0, 2])
+        #expect(turns.isIdle)
+    }
+
+    /// The client's second add reaches the scheduler first (its task ran first) and its files are
+    /// checked long before the first's: it still gets the later IDs, as its line came later.
+    @Test func aLaterAddThatReachesTheSchedulerFirstWaitsForTheEarlierOnesIDs() async throws {
         let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 1))
-        // Many files to check for the first add (in chunks, on other threads), one for the second.
         func params(_ name: String) throws -> AddParams {
             var params = AddParams(
                 source: try harness.directory.write("src/\(name)", "\(name)\n"),
@@ -36,34 +53,29 @@ struct AddTurnsTests {
         }
         let many = try (0..<3_000).map { try params("many-\($0)") }
         let one = try params("one")
-        let client = ControlClientID.next()
-        let first = Task { await harness.scheduler.add(many, orderedFor: client) }
-        while await harness.scheduler.addTurns[client] == nil { await Task.yield() }
-        let second = await harness.scheduler.add([one], orderedFor: client)
-        let firstIDs = try await first.value.map { try $0.get().id }
-        let secondID = try #require(try second.first?.get().id)
+        let turns = AddTurns()
+        let (firstTurn, secondTurn) = (turns.take(), turns.take())
+        let second = Task { await harness.scheduler.add([one], turn: secondTurn) }
+        while turns.parkedCount < 1 { await Task.yield() }
+        let first = await harness.scheduler.add(many, turn: firstTurn)
+        let firstIDs = try first.map { try $0.get().id }
+        let secondID = try #require(try await second.value.first?.get().id)
         #expect(firstIDs == firstIDs.sorted())
         #expect(
             firstIDs.allSatisfy { $0 < secondID },
             "the later add got \(secondID), before the earlier's \(firstIDs.last!)")
+        #expect(turns.isIdle)
         await harness.stop()
+    }
+
+    private func run(_ turn: AddTurn, into ran: RanList) async {
+        await turn.wait()
+        await ran.append(turn.number)
+        turn.end()
     }
 }
 
-/// An actor that waits for its turns as the scheduler does.
-private actor TurnTaker {
-    var turns = AddTurns()
-    var ran: [Int] = []
-    var parkedCount = 0
-
-    func take(_ count: Int) -> [Int] { (0..<count).map { _ in turns.take() } }
-
-    func run(_ turn: Int) async {
-        if !turns.isCurrent(turn) {
-            parkedCount += 1
-            await withCheckedContinuation { turns.park(turn, $0) }
-        }
-        ran.append(turn)
-        turns.end(turn)?.resume()
-    }
+private actor RanList {
+    var numbers: [Int] = []
+    func append(_ number: Int) { numbers.append(number) }
 }

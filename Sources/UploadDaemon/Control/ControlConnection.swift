@@ -69,6 +69,8 @@ final class ControlConnection {
     var outputBufferCount: Int { output.count }
     /// Its events and answers on their way from other threads to the server's queue.
     let outbox = ConnectionOutbox()
+    /// The order in which its requests may hand out job IDs: the order their lines were read.
+    let addTurns = AddTurns()
     private let onRequest: (ControlConnection, [UInt8]) -> Void
     private let onClose: (ControlConnection) -> Void
 

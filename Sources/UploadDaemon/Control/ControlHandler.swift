@@ -8,6 +8,9 @@ struct ControlHandler: Sendable {
     struct Client: Sendable {
         var id: ControlClientID
         var deliver: @Sendable ([UInt8]) -> Void
+        /// The request's turn among its client's, taken as its line was read: its adds hand out
+        /// their IDs after those of the requests read before it (`AddTurns`).
+        var turn: AddTurn? = nil
     }
 
     /// A `job.add` of a batch, ready for the scheduler: its place in the batch, its id, its params,
@@ -22,6 +25,8 @@ struct ControlHandler: Sendable {
 
     /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
     func handle(line: [UInt8], client: Client) async -> [UInt8]? {
+        // However the request ends, the adds its client sent after it must not wait for it.
+        defer { client.turn?.end() }
         if let plain = Self.plainAdds(in: line) {
             let answers = await answer(plain, from: client)
             return Self.batchLine(plain.indices.compactMap { answers[$0] })
@@ -82,10 +87,13 @@ struct ControlHandler: Sendable {
     /// order given, and one journal write covers them all; after the adds the same client sent
     /// before (`AddTurns`). Their answers, by place in the batch.
     private func answer(_ adds: [AddCall], from client: Client) async -> [Int: [UInt8]] {
-        guard !adds.isEmpty else { return [:] }
+        guard !adds.isEmpty else {
+            client.turn?.end()
+            return [:]
+        }
         var answers: [Int: [UInt8]] = [:]
         answers.reserveCapacity(adds.count)
-        let outcomes = await scheduler.add(adds.map(\.params), orderedFor: client.id)
+        let outcomes = await scheduler.add(adds.map(\.params), turn: client.turn)
         for (add, outcome) in zip(adds, outcomes) {
             switch outcome {
             case .success(let job):
@@ -189,6 +197,8 @@ struct ControlHandler: Sendable {
     /// Runs one method; its result comes back already encoded.
     private func call(_ name: String, params: JSONValue?, client: Client) async throws(RPCError) -> [UInt8] {
         guard let method = ControlMethod(rawValue: name) else { throw RPCError.methodNotFound(name) }
+        // A request that adds nothing must not hold back the adds read after it while it runs.
+        if method != .add { client.turn?.end() }
         switch method {
         case .hello:
             _ = try NoParams.decode(from: params)
@@ -225,7 +235,7 @@ struct ControlHandler: Sendable {
         case .add:
             let add = try AddParams.read(from: params)
             let fields = try Self.jobFields(add.jobFields)
-            return try await scheduler.add(add).jsonBytes(only: fields)
+            return try await scheduler.add(add, turn: client.turn).jsonBytes(only: fields)
         case .get:
             let selection = try JobSelection.decode(from: params)
             guard selection.all == nil, selection.batch == nil, selection.states == nil else {

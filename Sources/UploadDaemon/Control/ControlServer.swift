@@ -210,8 +210,10 @@ final class ControlServer: @unchecked Sendable {
         let handler = handler
         let requestBytes = line.count
         budget.requestStarted(bytes: requestBytes)
+        // Taken here, in the order the lines are read: the tasks below may run in any order.
+        let turn = connection.addTurns.take()
         Task {
-            let client = ControlHandler.Client(id: id, deliver: { post(.event($0)) })
+            let client = ControlHandler.Client(id: id, deliver: { post(.event($0)) }, turn: turn)
             let answer = await handler.handle(line: line, client: client)
             post(.finished(answer: answer, requestBytes: requestBytes))
         }

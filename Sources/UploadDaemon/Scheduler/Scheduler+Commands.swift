@@ -5,17 +5,17 @@ import UploadWire
 /// What the control socket asks of the queue.
 extension Scheduler {
     /// Adds a job: checks and snapshots the source, journals the job durably, then answers.
-    func add(_ params: AddParams) async throws(RPCError) -> JobInfo {
-        try await add([params])[0].get()
+    func add(_ params: AddParams, turn: AddTurn? = nil) async throws(RPCError) -> JobInfo {
+        try await add([params], turn: turn)[0].get()
     }
 
     /// Adds several jobs, as one `add` of many files does: each is checked and snapshotted (several
     /// at once), the jobs that can be added get their IDs in the order given and are journaled in
     /// one durable write, and they queue in that order. Each gets its own answer: one bad file
-    /// does not stop the others. Adds of one `client` running at once take their IDs in the order
-    /// they came (`AddTurns`); those of different clients do not wait for each other.
-    func add(_ batch: [AddParams], orderedFor client: ControlClientID? = nil) async -> [Result<JobInfo, RPCError>] {
-        let turn = takeAddTurn(for: client)
+    /// does not stop the others. Adds of one client running at once take their IDs in the order
+    /// its lines were read (`turn`, from `AddTurns`); those of different clients do not wait for
+    /// each other. The turn ends once the IDs are handed out.
+    func add(_ batch: [AddParams], turn: AddTurn? = nil) async -> [Result<JobInfo, RPCError>] {
         var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, spec: JobSpec)] = []
         var tokensInBatch: [String: Int] = [:]
@@ -55,7 +55,7 @@ extension Scheduler {
         let checked = await Self.blockingInChunks(pending) { item in
             try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
         }
-        await waitForTurn(turn)
+        await turn?.wait()
         var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
         for (item, outcome) in zip(pending, checked) {
             switch outcome {
@@ -74,7 +74,7 @@ extension Scheduler {
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
         }
-        endTurn(turn)
+        turn?.end()
         // Copies made one by one are synced below, all of them after the last is made.
         let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
         var jobs: [(index: Int, job: Job)] = []

@@ -96,9 +96,6 @@ actor Scheduler {
     var reservedNextID: UInt64
     /// Batches started (`new_batch`) by jobs of the journal or of this run: what `batch` may name.
     var knownBatches: Set<JobID>
-    /// A client's adds that run at once take their IDs in the order they came, per client
-    /// (`Scheduler+AddTurns`).
-    var addTurns: [ControlClientID: AddTurns] = [:]
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
     var hookBacklog: [JobID] = []

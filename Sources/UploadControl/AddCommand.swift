@@ -252,8 +252,11 @@ struct AddCommand: ControlCommand {
         var command = self
         try command.readSecrets(context)
         let connection = try context.connect()
-        var queuer = JobQueuer(connection: connection, context: context, template: command.template)
+        var queuer = JobQueuer(
+            connection: connection, context: context, template: command.template, onlyOneFile: command.onlyOneFile)
         var unreadable: [JobFailure] = []
+        var skipped: [FolderWalker.Skip] = []
+        var pathsRead = paths.count
         let queue = { (path: String) throws in
             let absolute = Self.absolutePath(path, workingDirectory: context.workingDirectory)
             try command.walker.walk(absolute) { found in
@@ -266,20 +269,27 @@ struct AddCommand: ControlCommand {
                         source: problem.path, error: RPCError(code: RPCError.sourceErrorCode, message: problem.message))
                 )
                 context.printError("\(problem.path): \(problem.message)")
+            } skipped: {
+                skipped.append($0)
             }
         }
         for path in paths { try queue(path) }
-        if readsStandardInput { try StandardInputPaths.forEach(nulSeparated: nulSeparated) { try queue($0) } }
+        if readsStandardInput {
+            try StandardInputPaths.forEach(nulSeparated: nulSeparated) {
+                pathsRead += 1
+                try queue($0)
+            }
+        }
         try queuer.flush()
-        queuer.finish()
         let added = queuer.added
         let failures = queuer.failures + unreadable
+        queuer.finish(
+            summary: queuer.batch.flatMap { batch in
+                added.count > 1 ? "batch \(batch): \(added.count) jobs queued (uploadctl wait --batch \(batch))" : nil
+            })
         if added.isEmpty && failures.isEmpty {
-            context.printError("nothing to add: the folders named hold no files (hidden ones need --hidden)")
+            context.printError("nothing to add: " + command.nothingFound(pathsRead: pathsRead, skipped: skipped))
             return .failure
-        }
-        if let batch = queuer.batch, queuer.showsProgress, added.count > 1 {
-            context.printError("batch \(batch): \(added.count) jobs queued (uploadctl wait --batch \(batch))")
         }
         // A destination or option the daemon refuses is a usage error, as uploadctl's own checks are.
         let refused: ExitCode = failures.contains { $0.code == RPCError.invalidParamsCode } ? .usage : .failure

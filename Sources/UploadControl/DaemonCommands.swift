@@ -86,6 +86,7 @@ struct LimitCommand: ControlCommand {
             guard let bytes = try? ByteSize.parse(rate), bytes > 0 else {
                 throw UsageError("'\(rate)' is not a rate: write bytes per second like 5M or 800K, or off")
             }
+            if let problem = LimitParams.problem(withRate: bytes) { throw UsageError(problem) }
         }
     }
 

@@ -27,6 +27,18 @@ struct FolderWalker: Equatable {
         var message: String
     }
 
+    /// What the walk passed over on purpose: so that an add that found nothing can say why.
+    enum Skip: Equatable {
+        /// Left out by `--exclude`.
+        case excluded
+        /// A name starting with `.`, without `--hidden`.
+        case hidden
+        /// A symlink inside a folder, without `--follow`.
+        case symlink
+        /// Neither a file nor a folder (a socket, a FIFO, a device).
+        case special
+    }
+
     var excludes: [String] = []
     var includeHidden = false
     var followSymlinks = false
@@ -39,7 +51,9 @@ struct FolderWalker: Equatable {
     }
 
     /// Visits what `path` stands for: the file itself, or every file under the folder.
-    func walk(_ path: String, visit: (Found) throws -> Void, problem: (Problem) -> Void) rethrows {
+    func walk(
+        _ path: String, visit: (Found) throws -> Void, problem: (Problem) -> Void, skipped: (Skip) -> Void = { _ in }
+    ) rethrows {
         if !followSymlinks, let link = Self.foreignSymlink(in: path) {
             problem(
                 Problem(
@@ -61,6 +75,8 @@ struct FolderWalker: Equatable {
             let name = SafeFileName.lastComponent(of: path)
             if !isExcluded(name: name, relativePath: name) {
                 try visit(Found(path: path, folder: "", identity: SourceIdentity(info)))
+            } else {
+                skipped(.excluded)
             }
             return
         }
@@ -73,7 +89,7 @@ struct FolderWalker: Equatable {
         var visited: Set<[UInt64]> = [[UInt64(info.st_dev), UInt64(info.st_ino)]]
         try walkFolder(
             fd, path: path, folder: top == "/" ? "" : top, relative: "", visited: &visited, visit: visit,
-            problem: problem)
+            problem: problem, skipped: skipped)
     }
 
     /// The first symlink on the way to `path` (an absolute path) that neither the user nor root
@@ -98,7 +114,7 @@ struct FolderWalker: Equatable {
     /// Walks the open folder `fd` (closing it): files first in name order, then each sub-folder.
     private func walkFolder(
         _ fd: Int32, path: String, folder: String, relative: String, visited: inout Set<[UInt64]>,
-        visit: (Found) throws -> Void, problem: (Problem) -> Void
+        visit: (Found) throws -> Void, problem: (Problem) -> Void, skipped: (Skip) -> Void
     ) rethrows {
         guard let stream = fdopendir(fd) else {
             close(fd)
@@ -117,9 +133,15 @@ struct FolderWalker: Equatable {
         names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var subfolders: [String] = []
         for name in names {
-            if name.hasPrefix(".") && !includeHidden { continue }
+            if name.hasPrefix(".") && !includeHidden {
+                skipped(.hidden)
+                continue
+            }
             let relativePath = relative.isEmpty ? name : relative + "/" + name
-            if isExcluded(name: name, relativePath: relativePath) { continue }
+            if isExcluded(name: name, relativePath: relativePath) {
+                skipped(.excluded)
+                continue
+            }
             let fullPath = path.hasSuffix("/") ? path + name : path + "/" + name
             var info = stat()
             guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -127,7 +149,10 @@ struct FolderWalker: Equatable {
                 continue
             }
             if info.st_mode & S_IFMT == S_IFLNK {
-                guard followSymlinks else { continue }
+                guard followSymlinks else {
+                    skipped(.symlink)
+                    continue
+                }
                 guard fstatat(dirfd(stream), name, &info, 0) == 0 else {
                     problem(Problem(path: fullPath, message: "a broken symlink"))
                     continue
@@ -144,7 +169,7 @@ struct FolderWalker: Equatable {
                 }
                 subfolders.append(name)
             default:
-                continue  // sockets, FIFOs, devices: nothing to upload
+                skipped(.special)  // sockets, FIFOs, devices: nothing to upload
             }
         }
         // Opened one at a time, after the files: a folder of many folders holds one descriptor.
@@ -160,7 +185,7 @@ struct FolderWalker: Equatable {
             try walkFolder(
                 child, path: fullPath,
                 folder: folder.isEmpty ? name : folder + "/" + name, relative: relativePath, visited: &visited,
-                visit: visit, problem: problem)
+                visit: visit, problem: problem, skipped: skipped)
         }
     }
 }

@@ -1,3 +1,5 @@
+import UploadWire
+
 /// Every command, in the order `--help` lists them. Dispatch and help both read this table.
 enum CommandTable {
     static let all: [any ControlCommand.Type] = [
@@ -31,6 +33,7 @@ enum CommandTable {
               --json          print JSON for programs instead of text for people
               -h, --help      show help; 'uploadctl help COMMAND' or 'uploadctl COMMAND --help'
                               show a command's options
+              --version       print uploadctl's version
 
             Exit status: 0 success, 1 failure, 64 usage error, 69 daemon unreachable.
 
@@ -45,7 +48,9 @@ struct GlobalOptions: Sendable, Equatable {
     /// `--json`.
     var json = false
 
-    static let specs: [OptionSpec] = [.value("--socket", "PATH"), .flag("--json"), .flag("--help")]
+    static let specs: [OptionSpec] = [
+        .value("--socket", "PATH"), .flag("--json"), .flag("--help"), .flag("--version"),
+    ]
     static let names: Set<String> = Set(specs.map(\.name))
 
     mutating func take(_ parsed: ParsedArguments) {
@@ -80,6 +85,7 @@ enum Invocation {
         }
         let before = try ArgumentParser.parse(leading, options: GlobalOptions.specs)
         if before.contains("--help") { return .help(CommandTable.help) }
+        if before.contains("--version") { return .help("uploadctl \(UploaddVersion.string)\n") }
         globals.take(before)
 
         guard index < arguments.endIndex else { throw UsageError("missing command") }
@@ -92,6 +98,7 @@ enum Invocation {
         do {
             let parsed = try ArgumentParser.parse(rest, options: command.options + GlobalOptions.specs)
             if parsed.contains("--help") { return .help(command.help) }
+            if parsed.contains("--version") { return .help("uploadctl \(UploaddVersion.string)\n") }
             globals.take(parsed)
             return .run(try command.init(parsed: parsed.removing(GlobalOptions.names)), globals)
         } catch {

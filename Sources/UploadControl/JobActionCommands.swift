@@ -14,6 +14,8 @@ protocol JobActionCommand: ControlCommand {
     static var allHelp: String { get }
     /// What happened to one job, for people (`verb` unless a command says more).
     static func describe(_ job: JobInfo) -> String
+    /// The jobs `allFlag` acts on, as in "nothing to pause: no job is queued or running".
+    static var nothingToDoStates: String { get }
 
     var selection: JobSelection { get }
     init(selection: JobSelection)
@@ -70,17 +72,22 @@ extension JobActionCommand {
     /// Acts on each job that can be and says so; each one that cannot is named with its reason
     /// on stderr, and the exit status is then 1 (as `kill` does with several PIDs).
     func run(_ context: CommandContext) throws -> ExitCode {
-        let result = try context.connect().call(Self.method, JSONValue(encoding: selection))
+        let connection = try context.connect()
+        let result = try connection.call(Self.method, JSONValue(encoding: selection))
         let list = try result.decode(JobList.self)
+        let errors = list.errors ?? []
+        if list.jobs.isEmpty && errors.isEmpty, let batch = selection.batch {
+            try Self.checkBatchExists(batch, on: connection)
+        }
         if context.json {
             try context.printJSON(result)
+        } else if list.jobs.isEmpty && errors.isEmpty {
+            context.printError(nothingToDo)
         } else {
             context.print(lines: list.jobs.map { "\($0.id) \(Self.describe($0))" })
         }
-        for failure in list.errors ?? [] {
-            context.printError("job \(failure.id.map(\.description) ?? "?"): \(failure.message)")
-        }
-        return (list.errors ?? []).isEmpty ? .success : .failure
+        for failure in errors { context.printError(Self.text(of: failure)) }
+        return errors.isEmpty ? .success : .failure
     }
 
     /// What happened to one job, for people: `paused`.
@@ -94,6 +101,7 @@ struct PauseCommand: JobActionCommand {
     static let method = ControlMethod.pause
     static let verb = "paused"
     static let acceptsAll = true
+    static let nothingToDoStates = "is queued or running"
     var selection: JobSelection
 }
 
@@ -104,6 +112,7 @@ struct ResumeCommand: JobActionCommand {
     static let method = ControlMethod.resume
     static let verb = "resumed"
     static let acceptsAll = true
+    static let nothingToDoStates = "is paused or failed"
     var selection: JobSelection
 }
 
@@ -116,6 +125,7 @@ struct RetryCommand: JobActionCommand {
     static let acceptsAll = true
     static let allFlag = "--failed"
     static let allHelp = "every failed job"
+    static let nothingToDoStates = "has failed"
     var selection: JobSelection
 }
 
@@ -126,6 +136,7 @@ struct CancelCommand: JobActionCommand {
     static let method = ControlMethod.cancel
     static let verb = "canceled"
     static let acceptsAll = true
+    static let nothingToDoStates = "is queued, running, paused or failed"
     var selection: JobSelection
 }
 
@@ -136,6 +147,7 @@ struct RemoveCommand: JobActionCommand {
     static let method = ControlMethod.remove
     static let verb = "removed"
     static let acceptsAll = true
+    static let nothingToDoStates = "is listed"
     var selection: JobSelection
 }
 
@@ -146,6 +158,7 @@ struct DeleteCommand: JobActionCommand {
     static let method = ControlMethod.delete
     static let verb = "deleted"
     static let acceptsAll = false
+    static let nothingToDoStates = "is listed"
     var selection: JobSelection
 
     /// A job that had not completed had nothing on the server: it was only removed. The daemon

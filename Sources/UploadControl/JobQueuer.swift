@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import UploadClient
 import UploadWire
@@ -23,6 +24,10 @@ struct JobQueuer {
     let template: AddParams
     /// Whether to show "queued N files" on stderr while adding (a terminal, not --json).
     let showsProgress: Bool
+    /// Why this add may take one file only (a `--client-token`, a destination that names one
+    /// file), or nil. Then nothing is sent until every file is found, so that a second file is
+    /// refused before anything is queued.
+    let onlyOneFile: String?
 
     private(set) var batch: JobID?
     /// The jobs added, in order.
@@ -30,6 +35,8 @@ struct JobQueuer {
     /// The jobs added, whole: kept for `--json` only.
     private(set) var addedJobs: [JobInfo] = []
     private(set) var failures: [JobFailure] = []
+    /// How many files got each refusal that names no file, so that it is printed once.
+    private var refusalsSeen: [String: Int] = [:]
     private var pending: [AddParams] = []
     /// Requests sent whose answers are not read yet, oldest first.
     private var inFlight: [(sent: DaemonConnection.PendingCalls, requests: [AddParams])] = []
@@ -43,10 +50,11 @@ struct JobQueuer {
     /// which would refuse the add (and cannot check it either).
     private var sendsIdentities = true
 
-    init(connection: DaemonConnection, context: CommandContext, template: AddParams) {
+    init(connection: DaemonConnection, context: CommandContext, template: AddParams, onlyOneFile: String? = nil) {
         self.connection = connection
         self.context = context
         self.template = template
+        self.onlyOneFile = onlyOneFile
         showsProgress = !context.json && isatty(STDERR_FILENO) == 1
         answerFields = context.json ? nil : ["batch"]
     }
@@ -54,15 +62,13 @@ struct JobQueuer {
     /// Queues one file for `destination`, the file `identity` (what its check found); sends a
     /// request once enough are waiting.
     mutating func add(source: String, identity: SourceIdentity?, destination: String) throws {
-        if template.clientToken != nil, added.count + failures.count + pending.count >= 1 {
-            throw UsageError("--client-token names one job: add a single file with it")
-        }
+        if let onlyOneFile, added.count + failures.count + pending.count >= 1 { throw UsageError(onlyOneFile) }
         var params = template
         params.source = source
         params.sourceIdentity = identity
         params.destination = destination
         pending.append(params)
-        if pending.count >= nextRequestSize { try sendWaiting() }
+        if onlyOneFile == nil, pending.count >= nextRequestSize { try sendWaiting() }
     }
 
     /// Sends what is waiting and reads every answer.
@@ -71,10 +77,34 @@ struct JobQueuer {
         while !inFlight.isEmpty { try readOldestAnswers() }
     }
 
-    /// Ends the progress line.
-    func finish() {
-        if showsProgress && !added.isEmpty { context.output.standardError("\n") }
+    /// Ends the progress line: `summary` takes its place when there is one (the count it showed
+    /// would say the same twice).
+    func finish(summary: String? = nil) {
+        for count in refusalsSeen.values where count > 1 {
+            context.printError("(the same for \(count - 1) more file\(count == 2 ? "" : "s"))")
+        }
+        guard showsProgress && !added.isEmpty else { return }
+        guard let summary else { return context.output.standardError("\n") }
+        context.output.standardError("\r\u{1B}[K")
+        context.printError(summary)
     }
+
+    /// One file the daemon refused, on one line (a newline in a name is shown escaped), named once
+    /// (the daemon's message may start with the path already). A file found in a folder cannot be
+    /// named in `--to` on its own: it is renamed or left out instead.
+    static func failureLine(source: String, message: String, inFolder: Bool) -> String {
+        var message = message
+        if inFolder {
+            message = message.replacingOccurrences(
+                of: "name the file in the destination, as --to .../NAME",
+                with: "rename the file, or leave it out with --exclude")
+        }
+        let line = message.hasPrefix(source) ? message : "\(source): \(message)"
+        return TerminalText.escaped(line)
+    }
+
+    /// "queued 1 file", "queued 2 files".
+    static func queuedText(_ count: Int) -> String { "queued \(count) file\(count == 1 ? "" : "s")" }
 
     /// The files the next request takes.
     private var nextRequestSize: Int {
@@ -165,13 +195,21 @@ struct JobQueuer {
                 ids.append(job.id.description)
             case .failure(let error):
                 failures.append(JobFailure(source: params.source, error: error))
+                // A refusal of what every file shares (a bad --image SPEC) is said once, not per file.
+                if !error.message.contains(params.source) {
+                    refusalsSeen[error.message, default: 0] += 1
+                    if refusalsSeen[error.message]! > 1 { continue }
+                }
                 if showsProgress { context.output.standardError("\r") }
-                context.printError("\(params.source): \(error.message)")
+                context.printError(
+                    Self.failureLine(
+                        source: params.source, message: error.messageForPeople,
+                        inFolder: params.destination != template.destination))
             }
         }
         // IDs as they come, so a script reading them can start on the first ones.
         if !context.json { context.print(lines: ids) }
-        if showsProgress { context.output.standardError("\rqueued \(added.count) files") }
+        if showsProgress { context.output.standardError("\r" + Self.queuedText(added.count)) }
     }
 }
 

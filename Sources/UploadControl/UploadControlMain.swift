@@ -37,6 +37,10 @@ public enum UploadControlMain {
                 socketPath: SocketLocation.resolve(option: globals.socketPath, environment: environment),
                 json: globals.json, workingDirectory: workingDirectory, output: output,
                 terminalWidth: output.isTerminal ? Self.terminalWidth(environment: environment) : nil)
+            if let notice = SocketLocation.foreignRuntimeDirectory(option: globals.socketPath, environment: environment)
+            {
+                context.printError(notice)
+            }
             let secrets = command.secretsOnCommandLine
             if !secrets.isEmpty { output.hideArguments(secrets) }
             if secrets.contains(where: \.warns) { context.printError(CommandLineSecret.warning) }
@@ -49,7 +53,7 @@ public enum UploadControlMain {
                 context.printError(error.message)
                 return .usage
             } catch let error as RPCError {
-                context.printError(error.message)
+                context.printError(error.messageForPeople)
                 if context.json { try? context.printJSON(ErrorOutcome(error: error)) }
                 return error.code == RPCError.invalidParamsCode ? .usage : .failure
             } catch is DecodingError {

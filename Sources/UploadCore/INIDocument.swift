@@ -30,22 +30,35 @@ public struct INIDocument: Sendable, Equatable {
 
     public var sections: [Section]
 
+    /// The document, or the first line it cannot read (`init(parsing:problems:)` finds them all).
     public init(parsing text: String) throws(ParseError) {
+        var problems: [ParseError] = []
+        self.init(parsing: text, problems: &problems)
+        if let first = problems.first { throw first }
+    }
+
+    /// The document without the lines it cannot read, each of which is added to `problems`: a
+    /// check of the file reports every mistake at once, not one per edit.
+    public init(parsing text: String, problems: inout [ParseError]) {
         var sections: [Section] = []
         var lineNumber = 0
+        /// After a header that cannot be read, its lines belong to no section: they are skipped,
+        /// not reported as coming before any section or put in the section before.
+        var inUnreadableSection = false
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            func problem(_ message: String) { problems.append(ParseError(line: lineNumber, message: message)) }
             if line.hasPrefix("[") {
-                guard line.hasSuffix("]"), line.count > 2 else {
-                    throw ParseError(line: lineNumber, message: "a section header looks like [daemon] or [remote NAME]")
-                }
                 let inner = line.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
                 let words = inner.split(separator: " ", omittingEmptySubsequences: true)
-                guard words.count == 1 || words.count == 2 else {
-                    throw ParseError(line: lineNumber, message: "a section header looks like [daemon] or [remote NAME]")
+                guard line.hasSuffix("]"), line.count > 2, words.count == 1 || words.count == 2 else {
+                    problem("a section header looks like [daemon] or [remote NAME]")
+                    inUnreadableSection = true
+                    continue
                 }
+                inUnreadableSection = false
                 var name = words.count == 2 ? String(words[1]) : nil
                 if let quoted = name, quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") {
                     name = String(quoted.dropFirst().dropLast())
@@ -54,16 +67,22 @@ public struct INIDocument: Sendable, Equatable {
                 continue
             }
             guard let equals = line.firstIndex(of: "=") else {
-                throw ParseError(line: lineNumber, message: "expected key = value, a [section], or a # comment")
+                problem("expected key = value, a [section], or a # comment")
+                continue
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
             }
-            guard !key.isEmpty else { throw ParseError(line: lineNumber, message: "a key is missing before '='") }
+            guard !key.isEmpty else {
+                problem("a key is missing before '='")
+                continue
+            }
+            if inUnreadableSection { continue }
             guard !sections.isEmpty else {
-                throw ParseError(line: lineNumber, message: "'\(key)' comes before any [section]")
+                problem("'\(key)' comes before any [section]")
+                continue
             }
             sections[sections.count - 1].entries.append((key, value, lineNumber))
         }

@@ -43,6 +43,10 @@ public enum UploadDaemonMain {
             print("uploadd \(UploaddVersion.string)")
             return 0
         }
+        if let missing = options.missingConfig {
+            FileHandle.standardError.write(Data("uploadd: \(missing)\n".utf8))
+            return 1
+        }
         if options.checkConfig { return checkConfig(at: options.configPath) }
         Log.configure(level: options.logLevel, environment: environment)
         let notifier = SystemdNotifier()
@@ -190,6 +194,10 @@ final class Daemon: Sendable {
             Log.info("serving on the socket systemd passed")
         } else {
             socketPath = options.socketPath ?? DaemonOptions.defaultSocketPath(environment: environment)
+            if let notice = SocketLocation.foreignRuntimeDirectory(option: options.socketPath, environment: environment)
+            {
+                Log.warning(notice)
+            }
             listenFD = try ControlSocket.listen(at: socketPath)
             ownsSocketFile = true
             Log.info("serving on \(socketPath)")

@@ -101,6 +101,15 @@ public struct RPCError: Codable, Sendable, Error, Equatable, CustomStringConvert
     public static func invalidParams(_ detail: String) -> RPCError {
         RPCError(code: invalidParamsCode, message: "invalid params: \(detail)")
     }
+
+    /// The message as a person reads it: without the JSON-RPC words ("invalid params: ") that
+    /// tell a program's author which kind of mistake it was.
+    public var messageForPeople: String {
+        for prefix in ["invalid params: ", "invalid request: "] where message.hasPrefix(prefix) {
+            return String(message.dropFirst(prefix.count))
+        }
+        return message
+    }
     public static func jobNotFound(_ id: JobID) -> RPCError {
         RPCError(code: jobNotFoundCode, message: "no job \(id); uploadctl list shows the jobs")
     }

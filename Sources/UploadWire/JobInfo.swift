@@ -373,8 +373,25 @@ public struct LimitParams: Codable, Sendable, Equatable, StrictParams {
 
     public static let knownKeys: Set<String> = ["rate"]
 
+    /// The lowest limit taken, 1 KiB/s: slower, a transfer's packets come so seldom that the
+    /// upload looks stalled to the server and to people (`limit 1` meant 1 byte a second).
+    public static let minimumRate: Int64 = 1024
+
+    /// Why `bytes` a second is refused as a limit, or nil when it is fine.
+    public static func problem(withRate bytes: Int64) -> String? {
+        guard bytes < minimumRate else { return nil }
+        return "a limit of \(ByteSize.format(bytes))/s is below the lowest, 1 KiB/s: uploads that slow look stalled; "
+            + "give at least 1K, or off for no limit"
+    }
+
     /// The limit asked for: nil for none.
     public func bytesPerSecond() throws(RPCError) -> Int64? {
+        let bytes = try askedBytesPerSecond()
+        if let bytes, let problem = Self.problem(withRate: bytes) { throw RPCError.invalidParams(problem) }
+        return bytes
+    }
+
+    private func askedBytesPerSecond() throws(RPCError) -> Int64? {
         switch rate {
         case nil, .null?: return nil
         case .number(let number)?:

@@ -11,17 +11,40 @@ import Glibc
 public enum SocketLocation {
     public static let fileName = "control.sock"
 
-    /// The socket path. Empty values count as unset; `isDirectory` is a seam for tests.
+    /// The socket path. Empty values count as unset, and so does a runtime directory of another
+    /// user's (`foreignRuntimeDirectory` says why); `isDirectory` is a seam for tests.
     public static func resolve(
         option: String?, environment: [String: String], userID: uid_t = getuid(),
         isDirectory: (String) -> Bool = SocketLocation.isDirectory
     ) -> String {
         if let option, !option.isEmpty { return option }
         if let path = environment["UPLOADD_SOCKET"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isDirectory(runtime) {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isDirectory(runtime),
+            owner(of: runtime).map({ $0 == userID }) ?? true
+        {
             return (runtime.hasSuffix("/") ? runtime : runtime + "/") + "uploadd/" + fileName
         }
         return fallbackDirectory(userID: userID) + "/" + fileName
+    }
+
+    /// What to tell the user when `resolve` passed over `$XDG_RUNTIME_DIR` because it belongs to
+    /// another user (`su user` keeps the first user's): nil when it was not passed over for that.
+    public static func foreignRuntimeDirectory(
+        option: String?, environment: [String: String], userID: uid_t = getuid()
+    ) -> String? {
+        guard option?.isEmpty ?? true, environment["UPLOADD_SOCKET"]?.isEmpty ?? true,
+            let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isDirectory(runtime),
+            let owner = owner(of: runtime), owner != userID
+        else { return nil }
+        return "XDG_RUNTIME_DIR=\(runtime) belongs to uid \(owner), not to you (uid \(userID)); it is left over from "
+            + "another user (as after su without -l), so the socket is \(fallbackDirectory(userID: userID))/\(fileName) "
+            + "instead. Unset XDG_RUNTIME_DIR, or log in as this user with su -l or machinectl shell, to silence this"
+    }
+
+    /// The owner of the file at `path`, or nil when it cannot be found out.
+    static func owner(of path: String) -> uid_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_uid : nil
     }
 
     /// `/tmp/uploadd-UID`: the folder used without a runtime directory.

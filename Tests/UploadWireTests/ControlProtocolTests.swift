@@ -143,7 +143,7 @@ struct ControlProtocolTests {
 @Suite("daemon.limit params")
 struct LimitParamsTests {
     @Test func ratesAsNumbersSizesOrOff() throws {
-        #expect(try LimitParams(rate: .number(1000)).bytesPerSecond() == 1000)
+        #expect(try LimitParams(rate: .number(2000)).bytesPerSecond() == 2000)
         #expect(try LimitParams(rate: .string("5M")).bytesPerSecond() == 5 << 20)
         #expect(try LimitParams(rate: .string("off")).bytesPerSecond() == nil)
         #expect(try LimitParams(rate: .null).bytesPerSecond() == nil)
@@ -152,5 +152,14 @@ struct LimitParamsTests {
         #expect(throws: RPCError.self) { try LimitParams(rate: .number(1.5)).bytesPerSecond() }
         #expect(throws: RPCError.self) { try LimitParams(rate: .string("fast")).bytesPerSecond() }
         #expect(throws: RPCError.self) { try LimitParams(rate: .bool(true)).bytesPerSecond() }
+    }
+
+    /// `limit 1` was taken as 1 byte a second: below 1 KiB/s a limit is refused, saying so.
+    @Test func ratesBelowTheFloorAreRefused() throws {
+        #expect(try LimitParams(rate: .number(1024)).bytesPerSecond() == 1024)
+        for rate: JSONValue in [.number(1), .string("1"), .string("1023")] {
+            let error = #expect(throws: RPCError.self) { try LimitParams(rate: rate).bytesPerSecond() }
+            #expect(error?.message.contains("below the lowest, 1 KiB/s") == true, "\(String(describing: error))")
+        }
     }
 }

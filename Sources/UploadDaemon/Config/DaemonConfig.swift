@@ -174,16 +174,13 @@ struct DaemonConfig: Sendable, Equatable {
     }
 
     static func parse(_ text: String) throws -> DaemonConfig {
-        let document: INIDocument
-        do {
-            document = try INIDocument(parsing: text)
-        } catch {
-            throw LoadError(path: "", message: error.description)
-        }
-        // Every problem is reported at once, and any one of them keeps the whole file from
-        // applying: a misspelt section must not silently put every setting back to its default.
+        var syntaxErrors: [INIDocument.ParseError] = []
+        let document = INIDocument(parsing: text, problems: &syntaxErrors)
+        // Every problem is reported at once, lines that cannot be read among them, and any one of
+        // them keeps the whole file from applying: a misspelt section must not silently put every
+        // setting back to its default.
         var config = DaemonConfig()
-        var errors: [String] = []
+        var errors: [String] = syntaxErrors.map(\.description)
         var daemonSection: Int?
         for section in document.sections {
             switch section.kind {

@@ -15,6 +15,8 @@ struct DaemonOptions: Equatable {
     var showVersion = false
     /// `--check-config`: read the config, report, and exit without starting.
     var checkConfig = false
+    /// `--config` named the file: it must exist (only the default may be missing, for the defaults).
+    var configNamed = false
 
     struct UsageError: Error, CustomStringConvertible {
         var message: String
@@ -111,7 +113,15 @@ struct DaemonOptions: Equatable {
             configPath: absolute(config ?? configDefault), stateDirectory: absolute(state ?? stateDefault),
             cacheDirectory: absolute(cache ?? cacheDefault),
             socketPath: (socket ?? environment["UPLOADD_SOCKET"]).map(absolute), logLevel: level, showHelp: help,
-            showVersion: version, checkConfig: check)
+            showVersion: version, checkConfig: check, configNamed: config != nil)
+    }
+
+    /// Why the config cannot be read as named, or nil: a file named with `--config` that does
+    /// not exist is a mistake (a typo would silently run on the defaults); the default file may
+    /// be missing.
+    var missingConfig: String? {
+        guard configNamed, !FileManager.default.fileExists(atPath: configPath) else { return nil }
+        return "--config \(configPath): no such file; create it, or leave --config out for the default config"
     }
 
     /// The socket path when not socket-activated and none was given.

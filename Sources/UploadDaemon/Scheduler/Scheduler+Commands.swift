@@ -18,7 +18,7 @@ extension Scheduler {
     func add(_ batch: [AddParams], turn: AddTurn? = nil) async -> [Result<JobInfo, RPCError>] {
         var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, spec: JobSpec)] = []
-        var tokensInBatch: [String: Int] = [:]
+        var tokensInBatch: [String: (index: Int, spec: JobSpec)] = [:]
         var sameTokenAs: [(index: Int, first: Int)] = []
         // Adds answered by a job added before, which may still wait for its copy.
         var answeredBy: [(index: Int, id: JobID)] = []
@@ -29,15 +29,16 @@ extension Scheduler {
                 applyRemoteDefaults(&spec)
                 try checkAgainstConfig(spec)
                 if let token = spec.clientToken {
-                    if let existing = clientTokens[token], store.jobs[existing] != nil {
+                    if let existing = try jobAlreadyAdded(for: spec) {
                         answeredBy.append((index, existing))
                         continue
                     }
                     if let first = tokensInBatch[token] {
-                        sameTokenAs.append((index, first))
+                        try Self.checkSameAdd(spec, as: first.spec, token: token, job: nil)
+                        sameTokenAs.append((index, first.index))
                         continue
                     }
-                    tokensInBatch[token] = index
+                    tokensInBatch[token] = (index, spec)
                 }
                 guard !stopping else {
                     throw RPCError(

@@ -59,9 +59,21 @@ struct ImageSpec: Equatable, Sendable {
             }
             return number
         }
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ParseError(
+                description: "image SPEC is empty: say what to do, as max=2048 or format=jpeg (it takes \(syntax))")
+        }
+        var given: [String: String] = [:]
         for item in text.split(separator: ",", omittingEmptySubsequences: true) {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             let value = parts.count == 2 ? parts[1] : nil
+            // One value per setting: a second would silently win. strip and strip-gps are one.
+            let setting = parts[0] == "strip-gps" ? "strip" : parts[0]
+            if let earlier = given[setting] {
+                throw ParseError(
+                    description: "image SPEC '\(text)': \(earlier) and \(item) both set \(setting); give it once")
+            }
+            given[setting] = String(item)
             switch parts[0] {
             case "max": spec.maxSide = try number(value, "max", 16...65_535)
             case "quality": spec.quality = try number(value, "quality", 1...100)
@@ -88,6 +100,11 @@ struct ImageSpec: Equatable, Sendable {
         }
         return spec
     }
+
+    /// Whether the SPEC asks only that the image keep its format, at most its size: then a
+    /// result larger than the original is no better than it (a PNG written again by libvips may
+    /// come out bigger), and the original is sent instead.
+    var asksOnlyToKeepFormat: Bool { format == .keep && maxBytes == nil && metadata == .keep }
 
     /// The helper's arguments: one `name=value` each, every option spelled out.
     var helperArguments: [String] {

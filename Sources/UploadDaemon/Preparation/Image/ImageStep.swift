@@ -114,6 +114,11 @@ struct ImageStep: PreparationStep {
             return PreparationOutcome(
                 details: [KeyValue(name: "image", value: "not an image; sent as it is")] + usage, unchanged: true)
         }
+        let resized = report.original_width.map { $0 != width } ?? false
+        if spec.asksOnlyToKeepFormat, !resized, let larger = Self.largerThanInput(output, input.fd) {
+            return PreparationOutcome(
+                details: [KeyValue(name: "image", value: "sent as it is: \(larger)")] + usage, unchanged: true)
+        }
         var details = [
             KeyValue(name: "width", value: "\(width)"), KeyValue(name: "height", value: "\(height)"),
         ]
@@ -127,6 +132,16 @@ struct ImageStep: PreparationStep {
         return PreparationOutcome(
             fileName: Self.fileName(input.fileName, extension: report.extension), contentType: report.mime,
             details: details)
+    }
+
+    /// What to say when the prepared file `output` is larger than the source `input`, or nil.
+    static func largerThanInput(_ output: Int32, _ input: Int32) -> String? {
+        var prepared = stat()
+        var original = stat()
+        guard fstat(output, &prepared) == 0, fstat(input, &original) == 0, prepared.st_size > original.st_size
+        else { return nil }
+        return "written again it was larger (\(ByteSize.format(Int64(prepared.st_size)))"
+            + " > \(ByteSize.format(Int64(original.st_size))))"
     }
 
     /// Whether the file system under `path` has no room left (under 64 KiB, as the helper counts

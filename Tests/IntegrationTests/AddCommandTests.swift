@@ -237,8 +237,10 @@ final class AddCommandTests {
         let result = try daemon.ctl(["pause", "\(waiting)", "\(done)", "99999"])
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout == "\(waiting) paused\n", "\(result)")
-        #expect(result.stderr.contains("job \(done): job \(done) is completed: cannot pause it"), "\(result)")
-        #expect(result.stderr.contains("job 99999: no job 99999"), "\(result)")
+        // Each named once (issue 49): "uploadctl: job 1 is completed", not "job 1: job 1 is …".
+        #expect(result.stderr.contains("uploadctl: job \(done) is completed: cannot pause it"), "\(result)")
+        #expect(result.stderr.contains("uploadctl: no job 99999"), "\(result)")
+        #expect(!result.stderr.contains("job \(done): job \(done)"), "\(result)")
         #expect(try daemon.job(waiting).state == .paused)
         // Paused twice: nothing changes, nothing is logged again.
         #expect(try daemon.ctl(["pause", "\(waiting)"]).status == 0)

@@ -48,6 +48,27 @@ struct ImageSpec: Equatable, Sendable {
     static let syntax =
         "max=PIXELS, quality=1-100, format=jpeg|webp|keep, max-bytes=SIZE, strip-gps, strip, on-error=fail|original, max-pixels=MEGAPIXELS, untrusted-loaders"
 
+    /// What a new job's SPEC must be beyond what `parse` reads: not empty, and each setting once
+    /// (a second would silently win). Checked at add only: a journaled job's SPEC, taken by an
+    /// older uploadd, is prepared as it was taken.
+    static func checkNew(_ text: String) throws(ParseError) {
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ParseError(
+                description: "image SPEC is empty: say what to do, as max=2048 or format=jpeg (it takes \(syntax))")
+        }
+        var given: [String: String] = [:]
+        for item in text.split(separator: ",", omittingEmptySubsequences: true) {
+            let name = item.split(separator: "=", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces)
+            // strip and strip-gps are one setting.
+            let setting = name == "strip-gps" ? "strip" : name
+            if let earlier = given[setting] {
+                throw ParseError(
+                    description: "image SPEC '\(text)': \(earlier) and \(item) both set \(setting); give it once")
+            }
+            given[setting] = String(item)
+        }
+    }
+
     static func parse(_ text: String) throws(ParseError) -> ImageSpec {
         var spec = ImageSpec()
         func bad(_ message: String) -> ParseError {
@@ -59,21 +80,9 @@ struct ImageSpec: Equatable, Sendable {
             }
             return number
         }
-        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw ParseError(
-                description: "image SPEC is empty: say what to do, as max=2048 or format=jpeg (it takes \(syntax))")
-        }
-        var given: [String: String] = [:]
         for item in text.split(separator: ",", omittingEmptySubsequences: true) {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             let value = parts.count == 2 ? parts[1] : nil
-            // One value per setting: a second would silently win. strip and strip-gps are one.
-            let setting = parts[0] == "strip-gps" ? "strip" : parts[0]
-            if let earlier = given[setting] {
-                throw ParseError(
-                    description: "image SPEC '\(text)': \(earlier) and \(item) both set \(setting); give it once")
-            }
-            given[setting] = String(item)
             switch parts[0] {
             case "max": spec.maxSide = try number(value, "max", 16...65_535)
             case "quality": spec.quality = try number(value, "quality", 1...100)

@@ -26,6 +26,7 @@ struct ImageStep: PreparationStep {
 
     func validate(options: String) throws(PreparationFailure) {
         do {
+            try ImageSpec.checkNew(options)
             _ = try ImageSpec.parse(options)
         } catch {
             throw PreparationFailure(error.description)

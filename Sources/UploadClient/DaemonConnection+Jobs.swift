@@ -31,6 +31,22 @@ extension DaemonConnection {
         return joined
     }
 
+    /// The queue's order: each queued or paused job's `position`, asked for without the rest of
+    /// each job. Empty from a daemon that gives no positions.
+    public func queuePositions() throws -> [JobID: Int] {
+        struct Page: Decodable {
+            struct Job: Decodable { var id: JobID, position: Int? }
+            var jobs: [Job]
+            var next: JobID?
+        }
+        let params = ListParams(states: [.queued, .paused], jobFields: ["position"])
+        let jobs = try listPages(params, pageSize: ListParams.maxLimit) { result in
+            let page = try result.decode(Page.self)
+            return (page.jobs, page.next)
+        }
+        return Dictionary(jobs.compactMap { job in job.position.map { (job.id, $0) } }, uniquingKeysWith: { $1 })
+    }
+
     /// A page's jobs, each written again from its parsed value.
     private static func parsedPage(_ result: RPCResult) throws -> ([ArraySlice<UInt8>], JobID?) {
         let answer = try result.value().objectValue

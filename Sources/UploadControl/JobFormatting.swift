@@ -55,9 +55,11 @@ enum JobFormatting {
         }
     }
 
-    /// `queued`, or `queued, waiting for the network`.
+    /// `queued`, or `queued (retrying in 43s: HTTP 500)`: the daemon's `activity` says what a
+    /// waiting job waits for, and `waiting` for a daemon that has no `activity`.
     static func stateText(_ job: JobInfo) -> String {
-        waitingText(job).map { "\(job.state.rawValue), \($0)" } ?? job.state.rawValue
+        if let activity = job.activity { return "\(job.state.rawValue) (\(TerminalText.escaped(activity)))" }
+        return waitingText(job).map { "\(job.state.rawValue), \($0)" } ?? job.state.rawValue
     }
 
     /// A `job.state` line for `watch`: `7 completed`, `7 failed: MESSAGE`, `7 queued (retry in 30s)`.
@@ -65,7 +67,7 @@ enum JobFormatting {
         var line = "\(job.id) \(stateText(job))"
         if job.state == .failed, let error = job.error {
             line += ": \(error.message)"
-        } else if job.state == .queued, let next = job.nextAttemptAt, next > now {
+        } else if job.activity == nil, job.state == .queued, let next = job.nextAttemptAt, next > now {
             line += " (retry in \(duration(next.timeIntervalSince(now))))"
         }
         return line
@@ -101,33 +103,12 @@ enum JobFormatting {
         }
     }
 
-    /// `list`'s output for people: fitted to `width` on a terminal, whole values otherwise.
-    ///
-    /// On a terminal the source gives way first (its middle: the folder, not the file's name),
-    /// then the destination.
+    /// `list`'s output for people, in the order the jobs run: fitted to `width` on a terminal
+    /// (`ListLayout`, with what a job waits for on a line of its own), whole values otherwise.
     static func listLines(_ jobs: [JobInfo], width: Int? = nil) -> [String] {
         guard !jobs.isEmpty else { return ["no jobs"] }
-        let rows = [tableHeader] + jobs.map(tableRow)
-        guard let width else { return table(rows) }
-        let columns = rows[0].count
-        var widths = [Int](repeating: 0, count: columns - 1)
-        for row in rows {
-            for column in 0..<(columns - 1) { widths[column] = max(widths[column], TerminalText.width(row[column])) }
-        }
-        let room = max(width - widths.reduce(0) { $0 + $1 + 2 }, 16)
-        let fitted =
-            [tableHeader]
-            + jobs.map { job -> [String] in
-                var row = tableRow(job)
-                let target = TerminalText.escaped(
-                    job.state == .completed ? job.result?.url ?? job.destination : job.destination)
-                let arrowAndTarget = " -> " + target
-                let sourceRoom = max(room - TerminalText.width(arrowAndTarget), room / 2)
-                let cell =
-                    TerminalText.middleTruncated(TerminalText.escaped(job.source), to: sourceRoom) + arrowAndTarget
-                row[columns - 1] = TerminalText.middleTruncated(cell, to: room)
-                return row
-            }
-        return table(fitted)
+        let jobs = QueueOrder.sorted(jobs)
+        guard let width else { return table([tableHeader] + jobs.map(tableRow)) }
+        return ListLayout.lines(jobs, width: width)
     }
 }

@@ -14,6 +14,8 @@ final class LiveBars {
     private var progress: [JobID: JobProgressEvent] = [:]
     private var states: [JobID: JobState] = [:]
     private var names: [JobID: String] = [:]
+    /// What a job waits for while it is not sending (`JobInfo.activity`): a retry's reason.
+    private var notes: [JobID: String] = [:]
     /// Bar lines on the screen now, under the cursor's line.
     private var drawn = 0
     private var lastDraw = ContinuousClock.now - .seconds(1)
@@ -28,6 +30,7 @@ final class LiveBars {
         self.up = up
         self.clearLine = clearLine
         write = output.standardOutput
+        InterruptNotice.install()
     }
 
     private static func capability(_ name: String) -> String? {
@@ -38,10 +41,18 @@ final class LiveBars {
     /// Learns the jobs' names and states (the start of a wait, or a `job.state` event).
     func know(_ job: JobInfo) {
         names[job.id] = (job.source as NSString).lastPathComponent
+        // A job's end is said once: a hook that ran after it changed the job again, and the
+        // second event printed "completed" a second time.
+        let endedAlready = states[job.id] == job.state && job.state.isTerminal
         states[job.id] = job.state
+        notes[job.id] = job.activity
         if job.state.isTerminal {
             progress[job.id] = nil
-            print(line: JobFormatting.stateLine(job))
+            if !endedAlready { print(line: JobFormatting.stateLine(job)) }
+        } else if job.state != .running, progress[job.id] != nil {
+            // Back in the queue (a retry): the last attempt's bytes and speed are stale now.
+            progress[job.id] = JobProgressEvent(
+                id: job.id, bytesTotal: job.bytesTotal, bytesSent: 0, bytesAcked: job.bytesAcked, speed: 0, eta: nil)
         } else if progress[job.id] == nil, job.state == .running {
             progress[job.id] = JobProgressEvent(
                 id: job.id, bytesTotal: job.bytesTotal, bytesSent: job.bytesSent, bytesAcked: job.bytesAcked,
@@ -106,27 +117,42 @@ final class LiveBars {
         var text = ""
         for (id, event) in progress.sorted(by: { $0.key < $1.key }) {
             let name = names[id] ?? "\(id)"
-            text += clearLine + Self.bar(event, name: name, state: states[id] ?? .running, width: width) + "\n"
+            let state = states[id] ?? .running
+            let line = Self.bar(event, name: name, state: state, note: notes[id], width: width)
+            text += clearLine + line + "\n"
         }
         write(text)
         drawn = progress.count
     }
 
     /// `7 big.bin [#####-----] 12.40 MiB / 80.00 MiB 15.5% 3.2 MiB/s eta 21s`, within `width`.
-    static func bar(_ event: JobProgressEvent, name: String, state: JobState, width: Int) -> String {
+    /// Every part has a fixed width for a given terminal width, so that the bar neither grows
+    /// nor shrinks as the numbers change; a job not sending says why instead of its speed.
+    static func bar(_ event: JobProgressEvent, name: String, state: JobState, note: String? = nil, width: Int)
+        -> String
+    {
         let done = JobFormatting.bytesDone(acked: event.bytesAcked, sent: event.bytesSent)
-        var tail = " \(JobFormatting.progress(done: done, total: event.bytesTotal))"
-        if let percent = JobFormatting.percent(done: done, total: event.bytesTotal) { tail += " \(percent)" }
-        if state == .running { tail += " \(ByteSize.formatRate(event.speed))" }
-        if let eta = event.eta { tail += " eta \(JobFormatting.duration(eta))" }
-        if state != .running { tail += " \(state.rawValue)" }
-        let head = "\(event.id) " + TerminalText.middleTruncated(TerminalText.escaped(name), to: 24)
-        let barWidth = max(min(width - TerminalText.width(head) - TerminalText.width(tail) - 3, 40), 10)
-        let fraction = event.bytesTotal > 0 ? Double(done) / Double(event.bytesTotal) : 0
+        let nameWidth = min(max(width / 5, 10), 24)
+        let barWidth = width >= 80 ? 20 : 10
+        let head =
+            "\(event.id) " + padded(TerminalText.middleTruncated(TerminalText.escaped(name), to: nameWidth), nameWidth)
+        let fraction = event.bytesTotal > 0 ? min(Double(done) / Double(event.bytesTotal), 1) : 0
         let filled = min(Int(fraction * Double(barWidth)), barWidth)
-        let line =
-            head + " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
-            + "]" + tail
+        var line =
+            head + " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
+        let percent = JobFormatting.percent(done: done, total: event.bytesTotal) ?? ""
+        line += " " + String(repeating: " ", count: max(6 - percent.count, 0)) + percent
+        if width >= 80 { line += " " + padded(JobFormatting.progress(done: done, total: event.bytesTotal), 21) }
+        if state == .running && note == nil {
+            line += " " + padded(ByteSize.formatRate(event.speed), 11)
+            if let eta = event.eta { line += " eta \(JobFormatting.duration(eta))" }
+        } else {
+            line += " " + state.rawValue + (note.map { ": " + TerminalText.escaped($0) } ?? "")
+        }
         return TerminalText.width(line) > width ? TerminalText.middleTruncated(line, to: width) : line
+    }
+
+    private static func padded(_ text: String, _ columns: Int) -> String {
+        text + String(repeating: " ", count: max(columns - TerminalText.width(text), 0))
     }
 }

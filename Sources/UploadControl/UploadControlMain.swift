@@ -30,7 +30,9 @@ public enum UploadControlMain {
         }
         switch invocation {
         case .help(let text):
-            output.standardOutput(text)
+            // 80 columns, or the terminal's when narrower.
+            let terminal = output.isTerminal ? Self.terminalWidth(environment: environment) : HelpText.width
+            output.standardOutput(HelpText.wrapped(text, width: min(terminal, HelpText.width)))
             return .success
         case .run(let command, let globals):
             let context = CommandContext(

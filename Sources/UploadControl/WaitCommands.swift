@@ -63,6 +63,8 @@ struct WatchCommand: ControlCommand {
         guard !ids.isEmpty else {
             _ = try connection.call(.subscribe, JSONValue(encoding: SubscribeParams()))
             if let bars = LiveBars.forPeople(context) {
+                // The jobs already sending get their names now: progress events carry none.
+                for job in try connection.listJobs(ListParams(states: [.running])) { bars.know(job) }
                 while let notification = try connection.nextNotification(until: nil) { bars.follow(notification) }
                 return .success
             }
@@ -71,7 +73,10 @@ struct WatchCommand: ControlCommand {
                 if notification.method == ControlEvent.state.rawValue,
                     let job = try? notification.params.decode(JobInfo.self)
                 {
+                    // An end is said once (a hook's run changes the job again after it).
+                    let endedAlready = states[job.id] == job.state && job.state.isTerminal
                     states[job.id] = job.state
+                    if endedAlready && !context.json { continue }
                 }
                 try Self.print(notification, stateOf: { states[$0] }, context: context)
             }

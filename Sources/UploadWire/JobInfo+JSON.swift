@@ -107,6 +107,10 @@ extension JobInfo {
             writer.key("next_attempt_at")
             writer.date(nextAttemptAt)
         }
+        if let position, wants(.position) {
+            writer.key("position")
+            writer.integer(position)
+        }
         if let prepared, wants(.prepared) {
             writer.key("prepared")
             writer.beginObject()
@@ -394,7 +398,7 @@ public struct JobFields: Sendable, Hashable {
     public enum Key: Int, CaseIterable, Sendable {
         case activity, attempts, batch, bytesAcked, bytesSent, bytesTotal, clientToken, createdAt, destination, error
         case eta
-        case history, id, image, metadata, nextAttemptAt, prepared, priority, `protocol`, result, revision
+        case history, id, image, metadata, nextAttemptAt, position, prepared, priority, `protocol`, result, revision
         case snapshot, source, speed, state, updatedAt, user, waiting
     }
 
@@ -402,7 +406,8 @@ public struct JobFields: Sendable, Hashable {
     public static let names = [
         "activity", "attempts", "batch", "bytes_acked", "bytes_sent", "bytes_total", "client_token", "created_at",
         "destination",
-        "error", "eta", "history", "id", "image", "metadata", "next_attempt_at", "prepared", "priority", "protocol",
+        "error", "eta", "history", "id", "image", "metadata", "next_attempt_at", "position", "prepared", "priority",
+        "protocol",
         "result", "revision", "snapshot", "source", "speed", "state", "updated_at", "user", "waiting",
     ]
 

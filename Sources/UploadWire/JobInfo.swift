@@ -37,6 +37,10 @@ public struct JobInfo: Codable, Sendable, Equatable {
     /// "retrying in 43s: HTTP 500 ...", "preparing the image", "waiting for the network",
     /// "sending again: ...", "waiting for the server's answer". Absent otherwise.
     public var activity: String?
+    /// A queued or paused job's place in the queue's order, 1 for the next to start (paused jobs
+    /// keep their place and count too); absent for other states, and in events, which would
+    /// otherwise change every waiting job at each start. `job.list` and `job.get` give it.
+    public var position: Int?
     /// `--image SPEC` as given, when the job asked for image preparation.
     public var image: String?
     /// What preparation made, once it ran.
@@ -53,7 +57,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
-            history, waiting, activity, image, prepared, batch, revision, metadata
+            history, waiting, activity, position, image, prepared, batch, revision, metadata
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
@@ -128,6 +132,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         history = try container.decodeIfPresent([JobEvent].self, forKey: .history)
         waiting = try container.decodeIfPresent(String.self, forKey: .waiting)
         activity = try container.decodeIfPresent(String.self, forKey: .activity)
+        position = try container.decodeIfPresent(Int.self, forKey: .position)
         image = try container.decodeIfPresent(String.self, forKey: .image)
         prepared = try container.decodeIfPresent(PreparedInfo.self, forKey: .prepared)
         batch = try container.decodeIfPresent(JobID.self, forKey: .batch)
@@ -161,6 +166,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encodeIfPresent(history, forKey: .history)
         try container.encode(waiting, forKey: .waiting)
         try container.encodeIfPresent(activity, forKey: .activity)
+        try container.encodeIfPresent(position, forKey: .position)
         try container.encodeIfPresent(image, forKey: .image)
         try container.encodeIfPresent(prepared, forKey: .prepared)
         try container.encodeIfPresent(batch, forKey: .batch)
@@ -298,6 +304,8 @@ public struct HelloInfo: Codable, Sendable {
         case clearJobFields = "clear.job_fields"
         case sourceIdentity = "source_identity"
         case fileField = "file_field"
+        /// `position` in the job objects of `job.list` and `job.get`.
+        case position
     }
 
     enum CodingKeys: String, CodingKey {

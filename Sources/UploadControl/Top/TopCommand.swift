@@ -16,6 +16,8 @@ struct TopCommand: ControlCommand {
           r             retry           d            remove             D   delete from the server
           x             clear finished  + / -        priority           K/J move up / down
           enter         details         /            filter             q   quit
+        Jobs show in the order they run: running, then queued and paused by their place in
+        the queue, then the rest. d, D and x ask for y first.
         Needs a terminal; 'uploadctl watch' and 'list' are for scripts.
         """
     static let options: [OptionSpec] = []
@@ -57,6 +59,7 @@ struct TopCommand: ControlCommand {
                 session.dirty = true
                 if !session.handle(key, on: screen) { break }
             }
+            session.refreshPositionsIfDue()
             if let failure = session.drain(events) {
                 screen.end()
                 context.printError("\(failure.message); the list stopped (is uploadd running?)")
@@ -103,6 +106,26 @@ struct TopSession {
     var pane = Pane.list
     /// Whether the screen must be drawn again.
     var dirty = true
+    /// Whether the queue's order may have changed since it was last asked for (events carry no
+    /// positions), and when it was.
+    var positionsStale = false
+    var positionsAskedAt = ContinuousClock.now
+
+    /// Asks the daemon for the queue's order again when it may have changed, at most twice a
+    /// second: a job added, started, paused or resumed, or moved by another client.
+    mutating func refreshPositionsIfDue() {
+        guard positionsStale, ContinuousClock.now - positionsAskedAt >= .milliseconds(500) else { return }
+        refreshPositions()
+    }
+
+    /// The waiting jobs' positions, now: only their IDs and places, not whole jobs.
+    mutating func refreshPositions() {
+        positionsStale = false
+        positionsAskedAt = ContinuousClock.now
+        guard let positions = try? commands.queuePositions() else { return }
+        model.load(positions: positions)
+        dirty = true
+    }
 
     /// Applies the events that arrived; the connection's failure if it was lost.
     mutating func drain(_ events: DaemonConnection) -> ControlClientError? {
@@ -118,7 +141,13 @@ struct TopSession {
         dirty = true
         switch notification.method {
         case ControlEvent.state.rawValue:
-            if let job = try? notification.params.decode(JobInfo.self) { model.apply(state: job) }
+            if let job = try? notification.params.decode(JobInfo.self) {
+                let old = model.jobs[job.id]
+                if old?.state != job.state || old?.priority != job.priority || old?.revision != job.revision {
+                    positionsStale = true
+                }
+                model.apply(state: job)
+            }
         case ControlEvent.progress.rawValue:
             if let progress = try? notification.params.decode(JobProgressEvent.self) { model.apply(progress: progress) }
         case ControlEvent.removed.rawValue:
@@ -142,14 +171,20 @@ struct TopSession {
             screen.put("uploadctl top: keys", row: 0, bold: true)
             for (index, line) in TopCommand.keysHelp.enumerated() { screen.put(line, row: index + 1) }
             screen.put("any key: back to the list", row: screen.rows - 1, bold: true)
+        case .list where screen.columns < TopLine.minimumWidth:
+            // Cut to a few columns, rows read as garbage: say so, and draw again once wider.
+            screen.put("too narrow", row: 0, bold: true)
+            screen.put("\(TopLine.minimumWidth)+ columns", row: 1)
         case .list:
             let filter = model.filter.isEmpty ? "" : "  filter: \(model.filter)"
             screen.put("uploadd · \(model.header)\(filter)", row: 0, bold: true)
-            screen.put("ID      STATE      NAME / PROGRESS", row: 1)
             let rows = Self.listRows(screen)
             model.keepSelectionVisible(rows: rows)
-            for (index, job) in model.rows(rows).enumerated() {
-                screen.put(TopModel.line(job, width: screen.columns), row: index + 2, reverse: job.id == model.selected)
+            let shown = model.rows(rows)
+            let layout = TopLine(width: screen.columns, ids: shown.map(\.id))
+            screen.put(layout.titles, row: 1)
+            for (index, job) in shown.enumerated() {
+                screen.put(layout.line(job), row: index + 2, reverse: job.id == model.selected)
             }
             if model.jobs.isEmpty { screen.put("no jobs: add some with 'uploadctl add'", row: 2) }
             screen.put(message.isEmpty ? "? keys  q quit" : message, row: screen.rows - 1, bold: !message.isEmpty)
@@ -180,14 +215,22 @@ struct TopSession {
         case character("c"): model.selectedJob.map { act(.cancel, $0) }
         case character("r"): model.selectedJob.map { act(.retry, $0) }
         case character("d"):
+            // Every key that forgets jobs asks first, as D does: a stray key lost a paused upload.
             guard let job = model.selectedJob else { break }
-            if job.state == .running && !screen.confirm("job \(job.id) is uploading: remove it?") { break }
+            let uploading = job.state == .running ? " (it is uploading)" : ""
+            guard screen.confirm("remove job \(job.id)\(uploading) from the list?") else { break }
             act(.remove, job)
         case character("D"):
             guard let job = model.selectedJob else { break }
             guard screen.confirm("delete job \(job.id)'s upload from the server and forget the job?") else { break }
             act(.delete, job)
         case character("x"):
+            let finished = model.jobs.values.count { $0.state.isTerminal }
+            guard finished > 0 else {
+                message = "nothing to clear: no completed, failed or canceled jobs"
+                break
+            }
+            guard screen.confirm("clear \(finished) finished jobs from the list?") else { break }
             perform("clear") {
                 let cleared = try $0.clearJobs()
                 return ("\(cleared.count) finished jobs cleared", cleared)
@@ -199,6 +242,7 @@ struct TopSession {
                 let answer = try $0.call(.priority, JSONValue(encoding: PriorityParams(id: job.id, priority: priority)))
                 return ("\(job.id) priority \(try answer.decode(JobInfo.self).priority)", [])
             }
+            refreshPositions()
         case character("K"), KEY_SR, character("J"), KEY_SF:
             guard let job = model.selectedJob, let index = model.visible.firstIndex(of: job.id) else { break }
             let up = key == character("K") || key == KEY_SR
@@ -210,6 +254,8 @@ struct TopSession {
                 _ = try $0.call(.move, JSONValue(encoding: params))
                 return ("\(job.id) moved \(up ? "before" : "after") \(other)", [])
             }
+            // The new order at once, so that the next press moves it one more place.
+            refreshPositions()
         case 10, 13, KEY_ENTER:
             guard let job = model.selectedJob else { break }
             do {

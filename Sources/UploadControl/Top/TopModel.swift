@@ -5,8 +5,11 @@ import UploadWire
 /// selected one, the filter, and the scroll position. Pure: the screen draws it, tests drive it.
 struct TopModel {
     private(set) var jobs: [JobID: JobInfo] = [:]
-    /// The jobs shown, in ID order, filtered.
+    /// The jobs shown, in the order they run (`QueueOrder`), filtered.
     private(set) var visible: [JobID] = []
+    /// Each waiting job's place in the queue, from the daemon's last `job.list` (events carry
+    /// none): kept apart from the jobs, which events replace whole.
+    private(set) var positions: [JobID: Int] = [:]
     private(set) var selected: JobID?
     /// The first visible row drawn (rows scroll to keep the selection on screen).
     private(set) var scroll = 0
@@ -16,7 +19,18 @@ struct TopModel {
 
     mutating func load(_ list: [JobInfo]) {
         jobs = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        positions = Self.positions(in: list)
         refresh()
+    }
+
+    /// Takes the queue's order again (`DaemonConnection.queuePositions`).
+    mutating func load(positions: [JobID: Int]) {
+        self.positions = positions
+        refresh()
+    }
+
+    private static func positions(in list: [JobInfo]) -> [JobID: Int] {
+        Dictionary(list.compactMap { job in job.position.map { (job.id, $0) } }, uniquingKeysWith: { $1 })
     }
 
     mutating func apply(state job: JobInfo) {
@@ -24,8 +38,9 @@ struct TopModel {
         var updated = job
         // A state event has no history: keep nothing else of the old object, it is the newest.
         if let old = jobs[job.id], updated.history == nil { updated.history = old.history }
+        let stateChanged = jobs[job.id]?.state != job.state
         jobs[job.id] = updated
-        if isNew || !filter.isEmpty { refresh() }
+        if isNew || stateChanged || !filter.isEmpty { refresh() }
     }
 
     mutating func apply(progress: JobProgressEvent) {
@@ -35,8 +50,10 @@ struct TopModel {
         job.bytesTotal = progress.bytesTotal
         job.speed = progress.speed
         job.eta = progress.eta
-        if job.state == .queued { job.state = .running }
+        let started = job.state == .queued
+        if started { job.state = .running }
         jobs[progress.id] = job
+        if started { refresh() }
     }
 
     mutating func remove(_ ids: [JobID]) {
@@ -88,45 +105,13 @@ struct TopModel {
         return parts.joined(separator: " · ")
     }
 
-    /// One job on one line of `width` columns: ID, state, name, a bar, bytes, speed, ETA, and
-    /// the attempts or the error.
-    static func line(_ job: JobInfo, width: Int) -> String {
-        let done = JobFormatting.bytesDone(acked: job.bytesAcked, sent: job.bytesSent)
-        let fraction = job.bytesTotal > 0 ? Double(done) / Double(job.bytesTotal) : (job.state == .completed ? 1 : 0)
-        let id = String("\(job.id)".prefix(7)).padding(toLength: 7, withPad: " ", startingAt: 0)
-        let state = job.state.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
-        let bytes = JobFormatting.progress(done: done, total: job.bytesTotal)
-        var tail = " \(bytes)"
-        if job.state == .running {
-            tail += "  \(ByteSize.formatRate(job.speed))"
-            if let eta = job.eta { tail += "  eta \(JobFormatting.duration(eta))" }
-        }
-        if let error = job.error, job.state == .failed || job.state == .queued {
-            // The error gets at most a third of the line: the name and the bar stay readable.
-            tail += "  " + TerminalText.middleTruncated(TerminalText.escaped(error.message), to: max(width / 3, 16))
-        } else if job.attempts > 1 {
-            tail += "  attempt \(job.attempts)"
-        }
-        // Name and bar share what the fixed columns leave; the bar gets a fifth, 10 to 30 columns.
-        let room = max(width - 18 - TerminalText.width(tail), 12)
-        let barWidth = min(max(room / 4, 10), 30)
-        let filled = Int((fraction * Double(barWidth - 2)).rounded(.down))
-        let bar =
-            "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - 2 - filled) + "]"
-        let nameRoom = max(room - barWidth - 2, 4)
-        let name = TerminalText.middleTruncated(
-            TerminalText.escaped((job.source as NSString).lastPathComponent), to: nameRoom)
-        let namePadding = String(repeating: " ", count: max(nameRoom - TerminalText.width(name), 0))
-        let line = "\(id) \(state) \(name)\(namePadding) \(bar)\(tail)"
-        return TerminalText.width(line) > width ? TerminalText.middleTruncated(line, to: width) : line
-    }
-
     private mutating func refresh() {
         let needle = filter.lowercased()
-        visible = jobs.keys.sorted().filter { id in
-            guard !needle.isEmpty, let job = jobs[id] else { return true }
+        let positions = positions
+        visible = jobs.values.filter { job in
+            guard !needle.isEmpty else { return true }
             return job.source.lowercased().contains(needle) || job.state.rawValue.hasPrefix(needle)
-        }
+        }.sorted { QueueOrder.comesBefore($0, $1, position: { positions[$0.id] }) }.map(\.id)
         if let selected, visible.contains(selected) { return }
         selected = visible.first
     }

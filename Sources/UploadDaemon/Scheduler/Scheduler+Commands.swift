@@ -294,7 +294,7 @@ extension Scheduler {
 
     func get(_ id: JobID) throws(RPCError) -> JobInfo {
         guard let job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
-        return info(for: job, includeHistory: true)
+        return withPositions([info(for: job, includeHistory: true)])[0]
     }
 
     func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil, after: JobID? = nil) -> [JobInfo] {
@@ -305,9 +305,10 @@ extension Scheduler {
         } else {
             chosen = store.jobs.values.sorted { $0.id < $1.id }
         }
-        return chosen.filter { job in
-            Self.picks(job, states: wanted, batch: batch) && (after.map { job.id > $0 } ?? true)
-        }.map { info(for: $0) }
+        return withPositions(
+            chosen.filter { job in
+                Self.picks(job, states: wanted, batch: batch) && (after.map { job.id > $0 } ?? true)
+            }.map { info(for: $0) })
     }
 
     /// Whether `job.list`'s filters pick the job: in one of `states` and of `batch`, when given.
@@ -333,7 +334,7 @@ extension Scheduler {
         var ids = first.sorted()
         let more = ids.count > limit
         if more { ids.removeLast() }
-        return (ids.map { info(for: store.jobs[$0]!) }, more ? ids.last : nil)
+        return (withPositions(ids.map { info(for: store.jobs[$0]!) }), more ? ids.last : nil)
     }
 
     /// pause, resume, cancel or remove one job: its error when it cannot.

@@ -30,7 +30,7 @@ enum HelpText {
         for word in text.split(separator: " ", omittingEmptySubsequences: false) {
             let candidate = current + (currentHasWord ? " " : "") + word
             if currentHasWord && TerminalText.width(candidate) + marker.count > width && !word.isEmpty {
-                lines.append(current + marker)
+                lines.append(String(current.reversed().drop { $0 == " " }.reversed()) + marker)
                 current = continuation + word
             } else {
                 current = candidate

@@ -94,7 +94,7 @@ enum ListLayout {
         let source = TerminalText.escaped(job.source)
         let destination = target(job)
         return min(TerminalText.width(source), TerminalText.width(name(of: source)) + 2) + arrow.count
-            + min(TerminalText.width(destination), TerminalText.width(origin(of: destination)) + 2)
+            + min(TerminalText.width(destination), TerminalText.width(host(of: destination)) + 2)
     }
 
     /// `source -> destination` in `width` columns: the middle of the source's folder and of the
@@ -106,7 +106,7 @@ enum ListLayout {
         guard TerminalText.width(whole) > width else { return whole }
         let sourceMinimum = min(TerminalText.width(source), TerminalText.width(name(of: source)) + 2)
         let destinationMinimum = min(
-            TerminalText.width(destination), TerminalText.width(origin(of: destination)) + 2)
+            TerminalText.width(destination), TerminalText.width(host(of: destination)) + 2)
         let spare = width - arrow.count - sourceMinimum - destinationMinimum
         guard spare >= 0 else { return TerminalText.middleTruncated(whole, to: width) }
         // What is left over goes to the destination's path first (where the file lands), then
@@ -130,6 +130,13 @@ enum ListLayout {
         return String(url[..<slash])
     }
 
+    /// `host:port` of a URL: its origin without the scheme, what is left when room is short.
+    static func host(of url: String) -> String {
+        let origin = origin(of: url)
+        guard let scheme = origin.range(of: "://") else { return origin }
+        return String(origin[scheme.upperBound...])
+    }
+
     /// `path` in `width` columns, its folder's middle cut: `/home/u/…/photos/IMG_0001.jpg`.
     private static func keepingName(_ path: String, width: Int) -> String {
         guard TerminalText.width(path) > width else { return path }
@@ -140,11 +147,13 @@ enum ListLayout {
         return TerminalText.middleTruncated(folder, to: folderRoom) + name
     }
 
-    /// `url` in `width` columns, its path's middle cut: `http://127.0.0.1:8080/…/w/`.
+    /// `url` in `width` columns, its path's middle cut: `http://127.0.0.1:8080/…/w/`, or
+    /// `127.0.0.1:8080/…/w/` when even that is too wide.
     private static func keepingOrigin(_ url: String, width: Int) -> String {
         guard TerminalText.width(url) > width else { return url }
-        let origin = origin(of: url)
-        let path = String(url.dropFirst(origin.count))
+        var origin = origin(of: url)
+        if TerminalText.width(origin) + 2 > width { origin = host(of: url) }
+        let path = String(url[(url.range(of: origin)?.upperBound ?? url.startIndex)...])
         let pathRoom = width - TerminalText.width(origin)
         guard pathRoom >= 1 else { return TerminalText.middleTruncated(url, to: width) }
         return origin + TerminalText.middleTruncated(path, to: pathRoom)

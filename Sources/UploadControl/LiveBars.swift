@@ -142,7 +142,7 @@ final class LiveBars {
             head + " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
         let percent = JobFormatting.percent(done: done, total: event.bytesTotal) ?? ""
         line += " " + String(repeating: " ", count: max(6 - percent.count, 0)) + percent
-        if width >= 80 { line += " " + padded(JobFormatting.progress(done: done, total: event.bytesTotal), 21) }
+        if width >= 100 { line += " " + padded(JobFormatting.progress(done: done, total: event.bytesTotal), 21) }
         if state == .running && note == nil {
             line += " " + padded(ByteSize.formatRate(event.speed), 11)
             if let eta = event.eta { line += " eta \(JobFormatting.duration(eta))" }

@@ -114,7 +114,8 @@ final class QueueDisplayTests {
     @Test(arguments: [80, 60])
     func everythingFits(width: Int) throws {
         let (_, running, queued) = try queue(1)
-        let host = servers.nginxURL
+        // The host and port; at 60 columns the scheme gives way.
+        let host = servers.nginxURL.replacingOccurrences(of: "http://", with: "")
         let pane = try TmuxPane(width: width, height: 30)
         func fits(_ screen: String) -> Bool {
             screen.split(separator: "\n").allSatisfy { TerminalWidth.of(String($0)) <= width }
@@ -123,7 +124,7 @@ final class QueueDisplayTests {
         let list = pane.waitFor { $0.contains("list-done") }
         #expect(list.met && fits(list.screen), "\(list.screen)")
         let row = list.screen.split(separator: "\n").first { $0.hasPrefix("\(running) ") }.map(String.init) ?? ""
-        #expect(row.contains("running") && row.contains("deep.bin -> \(host)"), "\(list.screen)")
+        #expect(row.contains("running") && row.contains("deep.bin -> ") && row.contains(host), "\(list.screen)")
 
         try pane.run("clear; \(ctl) add --help; echo help-done")
         let help = pane.waitFor { $0.contains("help-done") }

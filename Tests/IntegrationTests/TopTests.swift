@@ -114,17 +114,18 @@ final class TopTests {
         try pane.run(
             "\(uploadctl) --socket \(daemon.socket) add \(file) --to \(destination) --protocol put --wait; echo exit=$?"
         )
-        let bar = pane.waitFor { $0.contains("bars.bin [#") && $0.contains(" MiB / 3.00 MiB") }
+        // The name is padded to a fixed column, so that the bar never moves.
+        let bar = pane.waitFor { $0.contains(" bars.bin ") && $0.contains("[#") && $0.contains(" MiB / 3.00 MiB") }
         #expect(bar.met, "a bar while it uploads:\n\(bar.screen)")
         print("tmux capture-pane of add --wait:\n\(bar.screen)")
         let done = pane.waitFor(timeout: 30) { $0.contains("exit=0") }
         #expect(done.met && done.screen.contains(" completed"), "\(done.screen)")
-        #expect(!done.screen.contains("bars.bin [#"), "the bar goes once the job ended:\n\(done.screen)")
+        #expect(!done.screen.contains("[#"), "the bar goes once the job ended:\n\(done.screen)")
 
         // watch ID on a terminal: the same bars.
         let id = try daemon.add([file], to: destination, ["--protocol", "put"])[0]
         try pane.run("clear; \(uploadctl) --socket \(daemon.socket) watch \(id); echo watch-exit=$?")
-        let watched = pane.waitFor { $0.contains("\(id) bars.bin [#") }
+        let watched = pane.waitFor { $0.contains("\(id) bars.bin ") && $0.contains("[#") }
         #expect(watched.met, "\(watched.screen)")
         print("tmux capture-pane of watch:\n\(watched.screen)")
         #expect(pane.waitFor(timeout: 30) { $0.contains("watch-exit=0") }.met)

@@ -58,8 +58,11 @@ final class TopTests {
         let later = pane.waitFor { (self.mebibytes(self.row(uploading, in: $0)) ?? 0) > before + 0.5 }
         #expect(later.met, "the upload's bytes did not move on screen:\n\(later.screen)")
 
-        // End selects the last job (second); + raises its priority; p pauses it.
-        try pane.keys("End")
+        // Jobs show in the order they run: the upload, first, second, then the finished one. Home
+        // and two downs select second; + raises its priority; p pauses it.
+        try pane.keys("Home")
+        try pane.keys("Down")
+        try pane.keys("Down")
         try pane.keys("+")
         #expect(eventually(timeout: 10) { (try? self.daemon.job(second))?.priority == 1 }, "+ raised the priority")
         try pane.keys("p")
@@ -68,8 +71,8 @@ final class TopTests {
         #expect(paused.met, "\(paused.screen)")
         #expect(try daemon.job(first).state == .queued)
 
-        // Home selects the finished upload; D then y deletes it from the server.
-        try pane.keys("Home")
+        // End selects the finished upload; D then y deletes it from the server.
+        try pane.keys("End")
         try pane.keys("D")
         let asked = pane.waitFor { $0.contains("delete job \(finished)") }
         #expect(asked.met, "D asks first:\n\(asked.screen)")

@@ -814,8 +814,13 @@ class RestartTests(DaemonTestCase):
     def test_client_token_across_restart(self) -> None:
         source = self.files(1)[0]
         first = self.client.add(source, self.destination(), client_token="app-upload-42", metadata={"n": "1"})
-        again = self.client.add(source, self.destination(), client_token="app-upload-42")
+        again = self.client.add(source, self.destination(), client_token="app-upload-42", metadata={"n": "1"})
         self.assertEqual(again["id"], first["id"])
+        # the same token for another upload is refused, and queues nothing
+        with self.assertRaises(ud.UploaddError) as refused:
+            self.client.add(source, self.destination(), client_token="app-upload-42", metadata={"n": "2"})
+        self.assertEqual(refused.exception.code, -32602)
+        self.assertIn("job %d" % first["id"], str(refused.exception))
         self.client.wait(first["id"], timeout=60)
         held, _ = self.held_job()
         self.daemon.stop()
@@ -826,7 +831,7 @@ class RestartTests(DaemonTestCase):
             # revisions survive the restart, and go on growing from there
             self.assertEqual(client.get(held["id"])["revision"], held["revision"])
             self.assertGreater(client.resume(held["id"])["revision"], held["revision"])
-            after = client.add(source, self.destination(), client_token="app-upload-42")
+            after = client.add(source, self.destination(), client_token="app-upload-42", metadata={"n": "1"})
             self.assertEqual(after["id"], first["id"])
             self.assertEqual(after["client_token"], "app-upload-42")
             self.assertEqual(after["metadata"], {"n": "1"})

@@ -932,7 +932,9 @@ class Client:
         * ``snapshot``: auto (default), copy, none; ``image``: an image preparation spec.
         * ``client_token``: a string of yours. Adding again with the same token returns the job
           already added instead of a second one, even after a daemon restart: generate the token
-          before adding, store it, and after your own crash just add again.
+          before adding, store it, and after your own crash just add again. The add sent again must
+          ask for the same upload (file, destination, options, metadata): one that differs is
+          refused with -32602, naming the job that has the token.
         * ``metadata``: ``{str: str}`` kept with the job and returned in ``get``, ``list`` and
           events. At most 32 keys, keys 1-64 bytes, values up to 1024 bytes, 8 KiB in all, else
           ``UploaddError`` -32602.

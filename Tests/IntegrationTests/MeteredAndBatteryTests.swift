@@ -50,7 +50,7 @@ final class MeteredAndBatteryTests {
         let ids = try daemon.add(
             [try file("metered.bin")], to: "\(servers.nginxURL)/dav/metered/", ["--protocol", "put"])
         try expectHeld(daemon, ids[0], "metered")
-        #expect(try daemon.ctl(["list"]).stdout.contains("queued, waiting for an unmetered connection"))
+        #expect(try daemon.ctl(["list"]).stdout.contains("queued (waiting for an unmetered connection)"))
         #expect(try daemon.ctl(["status"]).status == 0)
         // A local copy never waits for the connection.
         let local = try daemon.add([try file("local.bin")], to: "file://\(files.path)/out/")

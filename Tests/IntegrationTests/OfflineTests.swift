@@ -106,7 +106,7 @@ final class OfflineTests {
         }
         #expect(allWaiting, "\(allIDs.map { try? daemon.job($0) })")
         let status = try daemon.ctl(["list"]).stdout
-        #expect(status.contains("queued, waiting for the network"), "\(status)")
+        #expect(status.contains("queued (waiting for the network)"), "\(status)")
         let waitingAt = Date()
 
         // Offline for longer than the old budget: nothing fails, nothing is spent.

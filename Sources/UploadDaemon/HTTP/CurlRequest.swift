@@ -188,7 +188,7 @@ final class CurlRequest {
             handedOver: lastCounts.handedOver, uploaded: lastCounts.uploaded, uploadTotal: lastCounts.uploadTotal)
     }
 
-    /// Called on every transfer step, and by the HTTP thread once a second: true aborts the transfer, when it
+    /// Called on every transfer step, and by the HTTP thread every quarter second: true aborts the transfer, when it
     /// was canceled or no byte moved either way for `stallTimeout` seconds.
     ///
     /// Bytes count as moved when the peer acknowledged them, not when libcurl handed them to the

@@ -169,9 +169,10 @@ final class HTTPClient: TaskExecutor, Sendable {
             if stopping { break }
             // Answers just resumed tasks of this executor: they run before any wait. With nothing in
             // flight, the thread sleeps until a command or a task arrives (or a timer libcurl set is
-            // due), with no periodic wakeups; else at least once a second, for the stall check below.
+            // due), with no periodic wakeups; else at least every `idleCheckInterval`, for the
+            // progress and stall check below.
             let jobsWaiting = inbox.withLock { !$0.jobs.isEmpty }
-            var longest: Int32 = jobsWaiting ? 0 : active.isEmpty ? -1 : 1000
+            var longest: Int32 = jobsWaiting ? 0 : active.isEmpty ? -1 : Self.idleCheckMilliseconds
             if pacing, longest > 0, let held = Self.secondsUntilHeldMaySend(active.values) {
                 longest = Int32(min(max(held * 1000, 1), Double(longest)).rounded(.up))
             }
@@ -193,9 +194,11 @@ final class HTTPClient: TaskExecutor, Sendable {
                 sharesChanged = true
             }
             // libcurl runs a transfer only when its socket is ready or its timer is due: one whose
-            // link died is checked here for a stall, as the progress callback would.
+            // link died is checked here for a stall, as the progress callback would. A slow reader's
+            // socket becomes ready only when a megabyte or so has drained: counted here too, what
+            // the peer acknowledged moves in small steps, not in jumps that make the speed lie.
             let now = ContinuousClock.now
-            if now - lastIdleCheck >= .seconds(1) {
+            if now - lastIdleCheck >= .milliseconds(Self.idleCheckMilliseconds) {
                 lastIdleCheck = now
                 for request in active.values where request.shouldAbortWhileIdle() {
                     end(request, code: CURLE_ABORTED_BY_CALLBACK, active: &active)
@@ -228,6 +231,9 @@ final class HTTPClient: TaskExecutor, Sendable {
         for job in left { runAfterShutdown(job) }
         stopped.signal()
     }
+
+    /// How often requests libcurl does not run are checked for progress and stalls.
+    private static let idleCheckMilliseconds: Int32 = 250
 
     /// The soonest a request held by the bandwidth limits may send again, in seconds; nil when
     /// none is held.

@@ -75,6 +75,9 @@ enum DetailFormatting {
             "speed: \(ByteSize.formatRate(status.speed))",
             "bandwidth limit: \(status.bandwidthLimit.map { ByteSize.formatRate(Double($0)) } ?? "none")",
             "max transfers: \(status.maxTransfers)",
+        ]
+        if let conditions = status.conditions { lines += conditionLines(conditions) }
+        lines += [
             "socket: \(status.socket)",
             "state directory: \(status.stateDirectory)",
             "cache directory: \(status.cacheDirectory)",
@@ -85,6 +88,25 @@ enum DetailFormatting {
         if let errors = status.configErrors, !errors.isEmpty {
             lines.append("config errors (the last reload was refused; the config loaded before is in use):")
             lines += errors.map { "  \($0)" }
+        }
+        return lines
+    }
+
+    /// The connection, the power, and what the jobs held back wait for (only when some are).
+    static func conditionLines(_ conditions: DaemonConditions) -> [String] {
+        var lines = [
+            "connection: \(DaemonConditions.connectionText(conditions.metered))",
+            "power: \(DaemonConditions.powerText(conditions.onBattery))",
+        ]
+        let order = ["network", "metered", "battery"]
+        let held = conditions.waiting.filter { $0.value > 0 }.sorted {
+            (order.firstIndex(of: $0.key) ?? order.count, $0.key) < (
+                order.firstIndex(of: $1.key) ?? order.count, $1.key
+            )
+        }
+        if !held.isEmpty {
+            let parts = held.map { "\($0.value) \(JobFormatting.waitingText($0.key) ?? $0.key)" }
+            lines.append("held back: \(parts.joined(separator: ", "))")
         }
         return lines
     }

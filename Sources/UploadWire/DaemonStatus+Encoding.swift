@@ -18,5 +18,6 @@ extension DaemonStatus {
         try container.encode(configWarnings, forKey: .configWarnings)
         try container.encodeIfPresent(configErrors, forKey: .configErrors)
         try container.encode(bandwidthLimit, forKey: .bandwidthLimit)
+        try container.encodeIfPresent(conditions, forKey: .conditions)
     }
 }

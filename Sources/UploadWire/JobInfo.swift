@@ -337,13 +337,17 @@ public struct DaemonStatus: Codable, Sendable {
     public var configErrors: [String]?
     /// All uploads together, bytes per second (`uploadctl limit`); null: none.
     public var bandwidthLimit: Int64?
+    /// The connection, the power, and the jobs held back for them; absent from daemons before it.
+    public var conditions: DaemonConditions?
 
     public init(
         version: String, pid: Int32, uptime: Double, jobs: [String: Int], speed: Double, maxTransfers: Int,
         stateDirectory: String, cacheDirectory: String, socket: String, journalBytes: Int64, journalDamage: String?,
-        configWarnings: [String], configErrors: [String] = [], bandwidthLimit: Int64? = nil
+        configWarnings: [String], configErrors: [String] = [], bandwidthLimit: Int64? = nil,
+        conditions: DaemonConditions? = nil
     ) {
         self.bandwidthLimit = bandwidthLimit
+        self.conditions = conditions
         self.configErrors = configErrors.isEmpty ? nil : configErrors
         self.version = version
         self.pid = pid
@@ -369,6 +373,7 @@ public struct DaemonStatus: Codable, Sendable {
         case configWarnings = "config_warnings"
         case configErrors = "config_errors"
         case bandwidthLimit = "bandwidth_limit"
+        case conditions
     }
 }
 

@@ -51,7 +51,18 @@ final class MeteredAndBatteryTests {
             [try file("metered.bin")], to: "\(servers.nginxURL)/dav/metered/", ["--protocol", "put"])
         try expectHeld(daemon, ids[0], "metered")
         #expect(try daemon.ctl(["list"]).stdout.contains("queued (waiting for an unmetered connection)"))
-        #expect(try daemon.ctl(["status"]).status == 0)
+        // `status` says what the machine's services say, and what is held back for it (issue 49, 7).
+        let status = try daemon.ctl(["status"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("connection: metered\n"), "\(status.stdout)")
+        #expect(status.stdout.contains("power: on mains\n"), "\(status.stdout)")
+        #expect(status.stdout.contains("held back: 1 waiting for an unmetered connection\n"), "\(status.stdout)")
+        let conditions = try daemon.statusJSON()["conditions"] as? [String: Any]
+        #expect(conditions?["metered"] as? Bool == true, "\(String(describing: conditions))")
+        #expect(conditions?["on_battery"] as? Bool == false, "\(String(describing: conditions))")
+        #expect(
+            conditions?["waiting"] as? [String: Int] == ["network": 0, "metered": 1, "battery": 0],
+            "\(String(describing: conditions))")
         // A local copy never waits for the connection.
         let local = try daemon.add([try file("local.bin")], to: "file://\(files.path)/out/")
         #expect(try daemon.waitFor(local[0]).state == .completed)
@@ -81,6 +92,9 @@ final class MeteredAndBatteryTests {
             [try file("free.bin")], to: "\(servers.nginxURL)/dav/metered/", ["--protocol", "put"])
         #expect(try daemon.waitFor(free[0]).state == .completed, "wait_on_battery is off by default")
         try expectHeld(daemon, held[0], "battery")
+        let status = try daemon.ctl(["status"]).stdout
+        #expect(status.contains("connection: not metered\npower: on battery\n"), "\(status)")
+        #expect(status.contains("held back: 1 waiting for mains power\n"), "\(status)")
         try bus.setOnBattery(false)
         #expect(try daemon.waitFor(held[0], timeout: 20).state == .completed)
     }
@@ -95,5 +109,14 @@ final class MeteredAndBatteryTests {
         let ids = try daemon.add([try file("plain.bin")], to: "unplugged:")
         #expect(try daemon.waitFor(ids[0]).state == .completed)
         #expect(daemon.logLines(containing: "error").isEmpty, "\(daemon.log(tail: 20))")
+        let status = try daemon.ctl(["status"]).stdout
+        #expect(
+            status.contains("connection: not known (NetworkManager does not answer on the system bus)"), "\(status)")
+        #expect(status.contains("power: not known (UPower does not answer on the system bus)"), "\(status)")
+        #expect(!status.contains("held back"), "\(status)")
+        let conditions = try daemon.statusJSON()["conditions"] as? [String: Any]
+        #expect(
+            conditions?["metered"] is NSNull && conditions?["on_battery"] is NSNull, "\(String(describing: conditions))"
+        )
     }
 }

@@ -107,6 +107,8 @@ final class OfflineTests {
         #expect(allWaiting, "\(allIDs.map { try? daemon.job($0) })")
         let status = try daemon.ctl(["list"]).stdout
         #expect(status.contains("queued (waiting for the network)"), "\(status)")
+        let held = try daemon.ctl(["status"]).stdout
+        #expect(held.contains("held back: \(allIDs.count) waiting for the network\n"), "\(held)")
         let waitingAt = Date()
 
         // Offline for longer than the old budget: nothing fails, nothing is spent.

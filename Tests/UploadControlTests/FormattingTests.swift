@@ -125,5 +125,26 @@ func sampleJob(
         #expect(lines.contains("state directory: /state"))
         #expect(lines.contains("journal damage: 12 bytes set aside"))
         #expect(lines.contains("config warning: unknown key 'x'"))
+        #expect(!lines.contains { $0.hasPrefix("connection:") }, "an older daemon says nothing of it")
+    }
+
+    @Test func statusSaysTheConditionsAndWhatIsHeldBackForThem() {
+        var status = DaemonStatus(
+            version: "1.2", pid: 99, uptime: 7, jobs: [:], speed: 0, maxTransfers: 4, stateDirectory: "/state",
+            cacheDirectory: "/cache", socket: "/run/s.sock", journalBytes: 0, journalDamage: nil, configWarnings: [],
+            conditions: DaemonConditions(
+                metered: true, onBattery: false, waiting: ["network": 0, "metered": 3, "battery": 0, "disk": 1]))
+        var lines = DetailFormatting.statusLines(status)
+        #expect(lines.contains("connection: metered"))
+        #expect(lines.contains("power: on mains"))
+        #expect(lines.contains("held back: 3 waiting for an unmetered connection, 1 waiting (disk)"), "\(lines)")
+        status.conditions = DaemonConditions(
+            metered: nil, onBattery: nil, waiting: ["network": 2, "metered": 0, "battery": 1])
+        lines = DetailFormatting.statusLines(status)
+        #expect(lines.contains { $0.hasPrefix("connection: not known (NetworkManager") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("power: not known (UPower") }, "\(lines)")
+        #expect(lines.contains("held back: 2 waiting for the network, 1 waiting for mains power"), "\(lines)")
+        status.conditions?.waiting = ["network": 0]
+        #expect(!DetailFormatting.statusLines(status).contains { $0.hasPrefix("held back") })
     }
 }

@@ -338,6 +338,10 @@ class ClientTests(DaemonTestCase):
         status = self.client.status()
         self.assertEqual(status["socket"], self.daemon.socket)
         self.assertEqual(set(status["jobs"]), set(ud.JOB_STATES))
+        conditions = status["conditions"]
+        self.assertEqual(conditions["waiting"], {"network": 0, "metered": 0, "battery": 0})
+        self.assertIn(conditions["metered"], (True, False, None))
+        self.assertIn(conditions["on_battery"], (True, False, None))
 
     def test_add_list_get(self) -> None:
         source = self.files(1, 1000)[0]

@@ -844,7 +844,9 @@ class Client:
         """``daemon.status``: ``{version, pid, uptime (s), jobs: {state: count} (every state),
         speed (bytes/s, all uploads), max_transfers, state_directory, cache_directory, socket,
         journal_bytes, journal_damage (str|None), config_warnings: [str], config_errors?: [str],
-        bandwidth_limit (bytes/s|None)}``."""
+        bandwidth_limit (bytes/s|None), conditions: {metered (bool|None), on_battery (bool|None),
+        waiting: {"network"|"metered"|"battery": count}}}``; None: not known (no NetworkManager or
+        UPower on the system bus); older daemons have no ``conditions``."""
         return self.call("daemon.status")
 
     def reload(self) -> dict:

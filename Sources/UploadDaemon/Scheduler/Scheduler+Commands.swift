@@ -722,6 +722,12 @@ extension Scheduler {
             stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
             cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
             journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings,
-            configErrors: configErrors, bandwidthLimit: bandwidthLimit)
+            configErrors: configErrors, bandwidthLimit: bandwidthLimit,
+            conditions: DaemonConditions(
+                metered: conditions.metered, onBattery: conditions.onBattery,
+                waiting: Dictionary(
+                    uniqueKeysWithValues: WaitReason.allCases.map { reason in
+                        (reason.rawValue, waiting.values.count { $0 == reason })
+                    })))
     }
 }

@@ -540,7 +540,8 @@ actor Scheduler {
     func conditionsChanged(_ new: PowerAndNetwork) {
         guard new != conditions else { return }
         Log.info(
-            "connection \(new.metered ? "metered" : "not metered"), \(new.onBattery ? "on battery" : "on mains power")")
+            "connection \(DaemonConditions.connectionText(new.metered)), power \(DaemonConditions.powerText(new.onBattery))"
+        )
         conditions = new
         let released = release { $0 == .metered || $0 == .battery }
         if released > 0 { Log.info("\(released) jobs held for the connection or the power try again") }
@@ -552,8 +553,8 @@ actor Scheduler {
     /// destination is set to spare. Local copies never wait.
     func holdReason(for target: ResolvedTarget) -> WaitReason? {
         guard TransferRegistry.entry(target.uploadProtocol).usesNetwork else { return nil }
-        if conditions.metered && target.waitOnMetered { return .metered }
-        if conditions.onBattery && target.waitOnBattery { return .battery }
+        if conditions.isMetered && target.waitOnMetered { return .metered }
+        if conditions.isOnBattery && target.waitOnBattery { return .battery }
         return nil
     }
 

@@ -4,10 +4,14 @@ import Glibc
 
 /// What the machine's services say about the connection and the power: NetworkManager's `Metered`
 /// and UPower's `OnBattery`, read over the system bus with sd-bus and followed through their
-/// PropertiesChanged signals. A missing service means unmetered and on mains, with no error.
+/// PropertiesChanged signals. Nil: not known (no system bus, or the service does not answer on
+/// it), which counts as unmetered and on mains, with no error.
 struct PowerAndNetwork: Sendable, Equatable {
-    var metered = false
-    var onBattery = false
+    var metered: Bool?
+    var onBattery: Bool?
+
+    var isMetered: Bool { metered == true }
+    var isOnBattery: Bool { onBattery == true }
 }
 
 /// Watches `PowerAndNetwork` on the system bus on a thread of its own.
@@ -123,7 +127,7 @@ private final class BusConnection: @unchecked Sendable {
 
     fileprivate func signalArrived() { changed = true }
 
-    /// The current values; a missing service or property reads as unmetered, on mains.
+    /// The current values; a missing service or property reads as not known.
     func read() -> PowerAndNetwork {
         var state = PowerAndNetwork()
         var metered: UInt32 = 0

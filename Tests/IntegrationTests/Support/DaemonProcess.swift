@@ -139,6 +139,15 @@ final class DaemonProcess: @unchecked Sendable {
         return try JSONCoding.decoder.decode(T.self, from: Data(result.stdout.utf8))
     }
 
+    /// `uploadctl --json status` as a JSON object: what is there, and what is null.
+    func statusJSON() throws -> [String: Any] {
+        let result = try ctl(["--json", "status"])
+        guard result.status == 0,
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        else { throw TestFailure("uploadctl --json status failed: \(result)") }
+        return object
+    }
+
     /// Adds files and returns their job IDs (uploadctl prints one per line).
     func add(_ paths: [String], to destination: String, _ options: [String] = []) throws -> [JobID] {
         let result = try ctl(["add"] + paths + ["--to", destination] + options)

@@ -142,12 +142,21 @@ final class LiveBars {
             head + " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
         let percent = JobFormatting.percent(done: done, total: event.bytesTotal) ?? ""
         line += " " + String(repeating: " ", count: max(6 - percent.count, 0)) + percent
-        if width >= 100 { line += " " + padded(JobFormatting.progress(done: done, total: event.bytesTotal), 21) }
+        // A job that says what it waits for needs the room more than "0 B / 3.00 MiB".
+        if width >= 100 && note == nil {
+            line += " " + padded(JobFormatting.progress(done: done, total: event.bytesTotal), 21)
+        }
         if state == .running && note == nil {
             line += " " + padded(ByteSize.formatRate(event.speed), 11)
             if let eta = event.eta { line += " eta \(JobFormatting.duration(eta))" }
         } else {
-            line += " " + state.rawValue + (note.map { ": " + TerminalText.escaped($0) } ?? "")
+            // What it waits for starts with what matters ("retrying in 5s: HTTP 503 ..."), and says
+            // its state: a long reason loses its end, not its start (cut in the middle of the line,
+            // it lost both).
+            let status = " " + (note.map { TerminalText.escaped($0) } ?? state.rawValue)
+            let room = width - TerminalText.width(line)
+            if room >= 12 { return line + TerminalText.endTruncated(status, to: room) }
+            line += status
         }
         return TerminalText.width(line) > width ? TerminalText.middleTruncated(line, to: width) : line
     }

@@ -8,6 +8,21 @@ extension TerminalText {
         text.unicodeScalars.reduce(0) { $0 + max(Int(CShims_display_width($1.value)), 0) }
     }
 
+    /// `text` cut to `columns`, its end replaced by `…`: for a message whose start says the most.
+    static func endTruncated(_ text: String, to columns: Int) -> String {
+        guard width(text) > columns else { return text }
+        guard columns > 1 else { return String(repeating: "…", count: max(columns, 0)) }
+        var kept = ""
+        var keptWidth = 0
+        for scalar in text.unicodeScalars {
+            let scalarWidth = max(Int(CShims_display_width(scalar.value)), 0)
+            guard keptWidth + scalarWidth <= columns - 1 else { break }
+            kept.unicodeScalars.append(scalar)
+            keptWidth += scalarWidth
+        }
+        return kept + "…"
+    }
+
     /// `text` cut to `columns`, its middle replaced by `…`, so that both ends of a path show.
     static func middleTruncated(_ text: String, to columns: Int) -> String {
         guard width(text) > columns else { return text }

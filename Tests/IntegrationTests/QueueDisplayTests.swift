@@ -192,4 +192,31 @@ final class WaitingReasonTests {
         let shown = pane.waitFor { $0.contains("    retrying in") }
         #expect(shown.met, "\(shown.screen)")
     }
+
+    /// Issue 49, item 7: an attempt fails a third of the way in (a 503); while the job waits for its retry,
+    /// the `--wait` bar starts again from what the server kept (nothing, for a PUT) and says why,
+    /// not the last attempt's 33% and speed.
+    @Test func theWaitBarOfARetryingJobStartsOverAndSaysWhy() throws {
+        let slow = try HostileServer(
+            mode: "slow-read",
+            options: ["--read-bytes", "65536", "--read-interval", "0.05", "--fail-after", "1048576"])
+        defer { slow.stop() }
+        // The server's 503 asks for a retry in 5 s: the bar has that long to show it.
+        let retrying = try DaemonProcess(name: "wait-bar-retry")
+        try retrying.start()
+        defer { retrying.stop() }
+        let file = try TestPaths.scratch("waiting-reason-files").appendingPathComponent("three.bin").path
+        try makeRandomFile(at: file, size: 3 << 20)
+        let pane = try TmuxPane(width: 100, height: 10)
+        let uploadctl = TestPaths.binaries.appendingPathComponent("uploadctl").path
+        try pane.run("\(uploadctl) --socket \(retrying.socket) add \(file) --to \(slow.url)/up/ --protocol put --wait")
+        let waiting = pane.waitFor(timeout: 30) { $0.contains("retrying in") }
+        let bar = waiting.screen.split(separator: "\n").first { $0.contains("three.bin") && $0.contains("[") } ?? ""
+        #expect(waiting.met, "\(waiting.screen)\n\((try? retrying.ctl(["show", "1"]).stdout) ?? "")")
+        #expect(bar.contains("[--------------------]") && bar.contains("  0.0%"), "a stale bar: \(bar)")
+        #expect(bar.contains("0.0% retrying in ") && bar.contains("s: HTTP 503"), "no reason: \(bar)")
+        #expect(!bar.contains("/s"), "a speed while nothing is sent: \(bar)")
+        let done = pane.waitFor(timeout: 60) { $0.contains("completed") }
+        #expect(done.met, "\(done.screen)")
+    }
 }

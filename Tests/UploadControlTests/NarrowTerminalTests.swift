@@ -54,6 +54,19 @@ import UploadWire
         #expect(Set(ends).count == 1, "the bar's end moved: \(ends)")
     }
 
+    /// A retry's reason is long (the request, the answer, the server's words): the bar keeps its
+    /// start, "retrying in 5s: ...". Cut in the middle of the line, it lost both.
+    @Test(arguments: [100, 80, 60])
+    func aWaitingBarKeepsTheStartOfWhy(width: Int) {
+        let event = JobProgressEvent(
+            id: JobID(7), bytesTotal: 3 << 20, bytesSent: 0, bytesAcked: 0, speed: 0, eta: nil)
+        let note = "retrying in 5.0s: HTTP 503 Service Unavailable: failed on purpose (the server is busy or down)"
+        let bar = LiveBars.bar(event, name: "three.bin", state: .queued, note: note, width: width)
+        #expect(TerminalText.width(bar) <= width, "\(bar)")
+        #expect(bar.contains("0.0% retrying in 5.0s: HTTP "), "\(bar)")
+        #expect(bar.hasSuffix("…") && bar.hasPrefix("7 three.bin"), "\(bar)")
+    }
+
     @Test(arguments: [80, 60, 50])
     func topKeepsTheIDTheStateAndTheName(width: Int) {
         var job = deepJob(id: 12_345)

@@ -84,6 +84,9 @@ Modes (`--mode`). Unless a mode says otherwise, the other port answers any reque
                      Any request without a body: 201.
                        --read-bytes N      bytes read each time (default 2048)
                        --read-interval S   seconds between reads (default 2.0)
+                       --fail-after N      the first request with a body answers 503 with
+                                           Retry-After: 5 (and closes the connection) once N bytes
+                                           of it are read; later ones are read whole (default 0)
 
 ESCAPES is "hostile: \\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m \\u009b31mC1\\u009b0m end", UTF-8 encoded.
 """
@@ -378,6 +381,10 @@ class Handler(BaseHTTPRequestHandler):
         if left and "100-continue" in self.headers.get("Expect", "").lower():
             self.send_response_only(100)
             self.end_headers()
+        fail_after = 0
+        if left and state.args.fail_after:
+            with state.lock:
+                fail_after, state.args.fail_after = state.args.fail_after, 0
         while left:
             time.sleep(state.args.read_interval)
             data = self.rfile.read(min(left, state.args.read_bytes))
@@ -386,6 +393,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             left -= len(data)
             record["body_bytes"] += len(data)
+            if fail_after and record["body_bytes"] >= fail_after:
+                self.close_connection = True
+                self.answer(503, [("Content-Type", "text/plain"), ("Retry-After", "5")], "failed on purpose\n")
+                return
         self.answer(201, [("Content-Type", "text/plain")], "stored\n")
 
     def post_foreign_url(self, body):
@@ -534,6 +545,8 @@ def main():
     parser.add_argument("--json", action="store_true", help="escape-body: a JSON body")
     parser.add_argument("--read-bytes", type=int, default=2048, help="slow-read: bytes read each time")
     parser.add_argument("--read-interval", type=float, default=2.0, help="slow-read: seconds between reads")
+    parser.add_argument("--fail-after", type=int, default=0,
+                        help="slow-read: the first request with a body answers 503 after this many bytes")
     args = parser.parse_args()
     args.offset_on = {word.strip().lower() for word in args.offset_on.split(",") if word.strip()}
     if not args.offset_on <= {"post", "head", "patch"}:

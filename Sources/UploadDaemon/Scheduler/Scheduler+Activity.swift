@@ -22,13 +22,27 @@ extension Scheduler {
             if job.needsPreparation { return "waiting to be prepared: \(Self.steps(of: job))" }
             if let next = job.nextAttemptAt {
                 let seconds = max(next.timeIntervalSince(dependencies.now()), 0)
-                let why = job.error.map { ": \($0.message)" } ?? ""
+                let why = job.error.map { ": \(Self.reason($0))" } ?? ""
                 return "retrying in \(formatSeconds(seconds))\(why)"
             }
             return nil
         default:
             return nil
         }
+    }
+
+    /// An attempt's error for a line about its job: "HTTP 503 Service Unavailable: ...". The
+    /// request it names first ("PUT http://host/up/a.jpg: ", as `CurlRequest` writes its errors)
+    /// is the job's own destination, already on its line; the job's error keeps it.
+    static func reason(_ error: JobError) -> String {
+        let message = error.message
+        guard let space = message.firstIndex(of: " "),
+            message[..<space].allSatisfy({ $0.isASCII && $0.isUppercase }),
+            let end = message[space...].range(of: ": "),
+            message[message.index(after: space)..<end.lowerBound].contains("://"),
+            !message[message.index(after: space)..<end.lowerBound].contains(" ")
+        else { return message }
+        return String(message[end.upperBound...])
     }
 
     private static func steps(of job: Job) -> String {

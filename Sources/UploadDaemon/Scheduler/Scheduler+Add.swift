@@ -1,0 +1,294 @@
+import Foundation
+import UploadCore
+import UploadWire
+
+/// `job.add`: files checked, copied and journaled as jobs, in the order the clients sent them.
+extension Scheduler {
+    /// Adds a job: checks and snapshots the source, journals the job durably, then answers.
+    func add(_ params: AddParams, turn: AddTurn? = nil) async throws(RPCError) -> JobInfo {
+        try await add([params], turn: turn)[0].get()
+    }
+
+    /// Adds several jobs, as one `add` of many files does: each is checked and snapshotted (several
+    /// at once), the jobs that can be added get their IDs in the order given and are journaled in
+    /// one durable write, and they queue in that order. Each gets its own answer: one bad file
+    /// does not stop the others. Adds of one client running at once take their IDs in the order
+    /// its lines were read (`turn`, from `AddTurns`); those of different clients do not wait for
+    /// each other. The turn ends once the IDs are handed out.
+    func add(_ batch: [AddParams], turn: AddTurn? = nil) async -> [Result<JobInfo, RPCError>] {
+        var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
+        var pending: [(index: Int, spec: JobSpec)] = []
+        var tokensInBatch: [String: (index: Int, spec: JobSpec)] = [:]
+        var sameTokenAs: [(index: Int, first: Int)] = []
+        // Adds answered by a job added before, which may still wait for its copy.
+        var answeredBy: [(index: Int, id: JobID)] = []
+        for (index, params) in batch.enumerated() {
+            do throws(RPCError) {
+                var spec = try JobSpecBuilder.build(params)
+                spec.batch = try checkedBatch(params)
+                applyRemoteDefaults(&spec)
+                try checkAgainstConfig(spec)
+                if let token = spec.clientToken {
+                    if let existing = try jobAlreadyAdded(for: spec) {
+                        answeredBy.append((index, existing))
+                        continue
+                    }
+                    if let first = tokensInBatch[token] {
+                        try Self.checkSameAdd(spec, as: first.spec, token: token, job: nil)
+                        sameTokenAs.append((index, first.index))
+                        continue
+                    }
+                    tokensInBatch[token] = (index, spec)
+                }
+                guard !stopping else {
+                    throw RPCError(
+                        code: RPCError.shuttingDownCode,
+                        message: "uploadd is stopping; add the file again once it is back")
+                }
+                pending.append((index, spec))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+
+        // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
+        let snapshots = dependencies.snapshots
+        let checked = await Self.blockingInChunks(pending) { item in
+            try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
+        }
+        await turn?.wait()
+        var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
+        for (item, outcome) in zip(pending, checked) {
+            switch outcome {
+            case .success(let original):
+                var spec = item.spec
+                if batch[item.index].newBatch == true {
+                    spec.batch = JobID(reservedNextID)
+                    knownBatches.insert(JobID(reservedNextID))
+                }
+                accepted.append((item.index, spec, original, JobID(reservedNextID)))
+                reservedNextID += 1
+            case .failure(let error):
+                results[item.index] = .failure(
+                    RPCError(
+                        code: RPCError.sourceErrorCode,
+                        message: (error as? TransferFailure)?.error.message ?? "\(error)"))
+            }
+        }
+        turn?.end()
+        // Copies made one by one are synced below, all of them after the last is made.
+        let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
+        var jobs: [(index: Int, job: Job)] = []
+        var growingCopies: [JobID: GrowingCopy] = [:]
+        let now = dependencies.now()
+        for (item, outcome) in zip(accepted, copied) {
+            switch outcome {
+            case .success(let (snapshot, growing)):
+                growingCopies[item.id] = growing
+                var job = Job(id: item.id, spec: item.spec, createdAt: now)
+                job.snapshot = snapshot
+                job.bytesTotal = snapshot.size
+                job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
+                jobs.append((item.index, job))
+            case .failure(let failure as TransferFailure):
+                let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
+                results[item.index] = .failure(RPCError(code: code, message: failure.error.message))
+            case .failure(let error):
+                results[item.index] = .failure(RPCError(code: RPCError.sourceErrorCode, message: "\(error)"))
+            }
+        }
+        // Every copy's bytes, then their names, are on disk before any add is acknowledged. Synced
+        // after the last copy was written, so that the file system commits them together: one
+        // journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
+        // An add whose job was made but cannot be kept: its files go, and its client hears why.
+        // Copies made alongside are saved later, each on its own (`Scheduler+CopyAlongside`).
+        func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error) {
+            growingCopies[job.id]?.cancel()
+            snapshots.discardFiles(of: job)
+            let noSpace = (error as? SystemError)?.isNoSpace ?? false
+            results[index] = .failure(
+                RPCError(
+                    code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
+        }
+        func syncedHere(_ job: Job) -> Bool { job.snapshot?.isCached == true && growingCopies[job.id] == nil }
+        let cached = jobs.filter { syncedHere($0.job) }
+        let synced = await Self.concurrently(cached) { item in
+            try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
+        }
+        var notSynced = Set<Int>()
+        for (item, outcome) in zip(cached, synced) {
+            guard case .failure(let error) = outcome else { continue }
+            refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error)
+            notSynced.insert(item.index)
+        }
+        jobs.removeAll { notSynced.contains($0.index) }
+        if jobs.contains(where: { syncedHere($0.job) }) {
+            do {
+                try await Blocking.run { try snapshots.syncFolder() }
+            } catch {
+                for (index, job) in jobs { refuse(index, job, "cannot save the copy", error) }
+                jobs = []
+            }
+        }
+        if !jobs.isEmpty {
+            for (_, job) in jobs {
+                store.apply(.job(job))
+                if let token = job.spec.clientToken { clientTokens[token] = job.id }
+            }
+            holdUntilSaved(growingCopies)
+            do {
+                try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
+                // One line for an add of many files (each job's own line at debug); one add of a
+                // thousand photos is not a thousand lines in the user's journal.
+                let eachLevel: LogLevel = jobs.count == 1 ? .info : .debug
+                for (index, job) in jobs {
+                    enqueue(job)
+                    Log.job(
+                        eachLevel, JobLogContext(job),
+                        "added: \(job.spec.source) -> \(Redaction.redactURL(job.spec.destination))")
+                    results[index] = .success(info(for: store.jobs[job.id] ?? job))
+                }
+                if jobs.count > 1, let first = jobs.first?.job, let last = jobs.last?.job {
+                    Log.info(
+                        "added \(jobs.count) jobs (\(first.id) to \(last.id)): \(first.spec.source) -> \(Redaction.redactURL(first.spec.destination)), and \(jobs.count - 1) more"
+                    )
+                }
+                fillSlots()
+            } catch {
+                for (index, job) in jobs {
+                    _ = forgetInMemory(job)
+                    undoAdd(job.id)
+                    snapshots.discardFiles(of: job)
+                    results[index] = .failure(
+                        RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))
+                }
+            }
+        }
+        for (index, job) in jobs where growingCopies[job.id] != nil {
+            guard case .success? = results[index] else { continue }
+            results[index] = await answer(job.id)
+        }
+        for (index, id) in answeredBy { results[index] = await answer(id) }
+        for (index, first) in sameTokenAs { results[index] = results[first] }
+        return results.map { $0 ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "not added")) }
+    }
+
+    /// The answer to an add of job `id`, once its copy is saved (at once for most jobs).
+    private func answer(_ id: JobID) async -> Result<JobInfo, RPCError> {
+        if let failure = await untilSaved(id) { return .failure(failure) }
+        guard let job = store.jobs[id] else {
+            return .failure(
+                RPCError(
+                    code: RPCError.invalidTransitionCode, message: "job \(id) was removed before its add was answered"))
+        }
+        return .success(info(for: job))
+    }
+
+    /// What only the config can tell about a destination, checked at `add` rather than when the
+    /// job runs: that a named remote exists, and that the protocol fits the remote's URL.
+    /// What a remote's settings add to a job when it is added: its `image` SPEC, unless the job has
+    /// its own. Journaled with the job, so that a resume prepares with the same SPEC.
+    func applyRemoteDefaults(_ spec: inout JobSpec) {
+        guard spec.preparation.isEmpty, case .remote(let name, _)? = try? Destination.parse(spec.destination),
+            let image = config.remotes[name]?.image
+        else { return }
+        spec.preparation = [PreparationRequest(step: "image", options: image)]
+    }
+
+    func checkAgainstConfig(_ spec: JobSpec) throws(RPCError) {
+        do {
+            try preparer.validate(spec.preparation)
+        } catch {
+            throw RPCError(code: RPCError.invalidParamsCode, message: error.message)
+        }
+        guard case .remote(let name, let path)? = try? Destination.parse(spec.destination) else { return }
+        func invalid(_ message: String) -> RPCError { RPCError(code: RPCError.invalidParamsCode, message: message) }
+        guard let remote = config.remotes[name] else {
+            let known = config.remotes.keys.sorted()
+            let hint = known.isEmpty ? "no remotes are configured" : "configured: \(known.joined(separator: ", "))"
+            throw invalid(
+                "no remote named '\(name)' (\(hint)); add a [remote \(name)] section to the config, or give a URL: http(s)://, s3://, file:///"
+            )
+        }
+        guard let resolved = try? Destination.parse(TargetResolver.join(remote.url, path)) else {
+            throw invalid("remote '\(name)' has a url uploadd cannot use: \(Redaction.redactURL(remote.url))")
+        }
+        let uploadProtocol = spec.uploadProtocol == .auto ? remote.uploadProtocol : spec.uploadProtocol
+        if let message = JobSpecBuilder.mismatch(uploadProtocol, resolved) { throw invalid(message) }
+    }
+
+    /// Blocking `work` for every item, in 16 runs of the blocking queue at once, each taking its
+    /// share of the items in turn; the results in the items' order. A slow file (a hung NFS
+    /// mount) holds up its share only, and an add of 500 local files hops threads 16 times, not
+    /// 500 (each hop cost more than the `stat` it carried).
+    static func blockingInChunks<Item: Sendable, Value: Sendable>(
+        _ items: [Item], _ work: @escaping @Sendable (Item) throws -> Value
+    ) async -> [Result<Value, any Error>] {
+        let width = min(16, items.count)
+        guard width > 0 else { return [] }
+        let chunks = (0..<width).map { part in
+            Array(items[(items.count * part / width)..<(items.count * (part + 1) / width)])
+        }
+        let done = await concurrently(chunks) { chunk in
+            try await Blocking.run { chunk.map { item in Result { try work(item) } } }
+        }
+        return zip(chunks, done).flatMap { chunk, outcome in
+            // Blocking.run only fails when `work` does, and each item's failure is caught above.
+            (try? outcome.get()) ?? chunk.map { _ in .failure(CancellationError()) }
+        }
+    }
+
+    /// `work` for every item, at most 16 at once, the results in the items' order.
+    static func concurrently<Item: Sendable, Value: Sendable>(
+        _ items: [Item], _ work: @escaping @Sendable (Item) async throws -> Value
+    ) async -> [Result<Value, any Error>] {
+        await withTaskGroup(of: (Int, Result<Value, any Error>).self) { group in
+            var results = [Result<Value, any Error>?](repeating: nil, count: items.count)
+            var next = 0
+            func startNext() {
+                guard next < items.count else { return }
+                let index = next
+                let item = items[index]
+                next += 1
+                group.addTask {
+                    do { return (index, .success(try await work(item))) } catch { return (index, .failure(error)) }
+                }
+            }
+            for _ in 0..<min(16, items.count) { startNext() }
+            while let (index, result) = await group.next() {
+                results[index] = result
+                startNext()
+            }
+            return results.map { $0! }
+        }
+    }
+
+    /// The reply when a change was made but its record could not reach the disk (a full disk): the
+    /// change holds and is saved by itself once there is room (`catchUpWithJournal`); until then a
+    /// crash would undo it. The error says so, rather than that nothing happened.
+    static func appliedButNotSaved(_ what: String, _ error: any Error) -> RPCError {
+        RPCError(
+            code: RPCError.noSpaceCode,
+            message:
+                "done (\(what)), but not saved yet: \(error); it is saved by itself as soon as there is room (a crash before that would undo it)"
+        )
+    }
+
+    static func describe(_ ids: [JobID]) -> String {
+        let shown = ids.prefix(5).map(\.description).joined(separator: ", ")
+        return (ids.count == 1 ? "job " : "jobs ") + shown + (ids.count > 5 ? " and \(ids.count - 5) more" : "")
+    }
+
+    /// The batch a job joins: one named must have been started (its first job's ID).
+    private func checkedBatch(_ params: AddParams) throws(RPCError) -> JobID? {
+        guard let batch = params.batch else { return nil }
+        guard params.newBatch != true else {
+            throw RPCError.invalidParams("give either batch (to join one) or new_batch (to start one), not both")
+        }
+        guard knownBatches.contains(batch) else {
+            throw RPCError.invalidParams(
+                "there is no batch \(batch): start one with new_batch, then give its first job's ID as batch")
+        }
+        return batch
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import UploadCore
+import UploadWire
+
+/// Live progress for subscribers, the status line for systemd, `daemon.status`, and the public
+/// view of jobs (`job.get`, `job.list`).
+extension Scheduler {
+
+    /// While transfers run: progress events for subscribers and STATUS= for systemd, twice a second.
+    /// Idle, nothing ticks.
+    func updateTicker() {
+        if running.isEmpty {
+            if ticker != nil && ready.isEmpty { HeapTrimmer.trimSoon() }  // the queue just went idle
+            ticker?.cancel()
+            ticker = nil
+            reportStatusIfChanged()
+            return
+        }
+        guard ticker == nil else { return }
+        ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                guard !Task.isCancelled else { return }
+                await self?.tick()
+            }
+        }
+    }
+
+    private func tick() {
+        judgePaces()
+        if dependencies.events.hasSubscribers {
+            for id in running.keys {
+                guard let job = store.jobs[id], job.state == .running else { continue }
+                let info = info(for: job)
+                dependencies.events.publishProgress(
+                    JobProgressEvent(
+                        id: id, bytesTotal: job.bytesTotal, bytesSent: info.bytesSent, bytesAcked: job.bytesAcked,
+                        speed: info.speed, eta: info.eta, revision: job.revision), batch: job.spec.batch)
+            }
+        }
+        reportStatusIfChanged()
+    }
+
+    /// The short status line: "2 uploading, 5 queued, 38.2 MiB/s".
+    func statusText() -> String {
+        let counts = stateCounts()
+        let speed = running.values.reduce(0) { $0 + $1.meter.speed }
+        var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
+        for reason in WaitReason.allCases {
+            let count = waiting.values.count { $0 == reason }
+            if count > 0 { parts.append("\(count) \(reason.description)") }
+        }
+        if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
+        if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
+        if let bandwidthLimit { parts.append("limit \(ByteSize.formatRate(Double(bandwidthLimit)))") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The status line for a READY=1 message; it counts as sent, so it is not repeated.
+    func takeStatusText() -> String {
+        lastStatusText = statusText()
+        lastStatusAt = ContinuousClock.now
+        return lastStatusText
+    }
+
+    func reportStatusIfChanged() {
+        let text = statusText()
+        // Only changes, at most about once a second (idle and finished states always get through).
+        let now = ContinuousClock.now
+        guard text != lastStatusText, running.isEmpty || now - lastStatusAt >= .seconds(1) else { return }
+        lastStatusText = text
+        lastStatusAt = now
+        dependencies.reportStatus(text)
+    }
+
+    func stateCounts() -> [JobState: Int] { store.stateCounts.filter { $0.value > 0 } }
+
+    /// The public view of a job, with live numbers when it is running.
+    func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
+        if let attempt = running[job.id], job.state == .running {
+            let reading = attempt.meter.reading
+            var info = JobInfo(
+                job: job, bytesSent: attempt.meter.bytesSent, speed: reading.speed, speedSettled: reading.settled,
+                includeHistory: includeHistory)
+            info.activity = activity(of: job)
+            return info
+        }
+        var info = JobInfo(job: job, includeHistory: includeHistory, waiting: waiting[job.id]?.rawValue)
+        if job.state == .queued { info.activity = activity(of: job) }
+        return info
+    }
+
+    func get(_ id: JobID) throws(RPCError) -> JobInfo {
+        guard let job = store.jobs[id] else { throw RPCError.jobNotFound(id) }
+        return withPositions([info(for: job, includeHistory: true)])[0]
+    }
+
+    func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil, after: JobID? = nil) -> [JobInfo] {
+        let wanted = states.map(Set.init)
+        let chosen: [Job]
+        if let ids {
+            chosen = ids.compactMap { store.jobs[$0] }
+        } else {
+            chosen = store.jobs.values.sorted { $0.id < $1.id }
+        }
+        return withPositions(
+            chosen.filter { job in
+                Self.picks(job, states: wanted, batch: batch) && (after.map { job.id > $0 } ?? true)
+            }.map { info(for: $0) })
+    }
+
+    /// Whether `job.list`'s filters pick the job: in one of `states` and of `batch`, when given.
+    private static func picks(_ job: Job, states: Set<JobState>?, batch: JobID?) -> Bool {
+        (states?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
+    }
+
+    /// One page of `job.list`: the first `limit` jobs by ID after `after` that are in `states` and
+    /// `batch`, and the `after` of the next page when more follow. One pass over the IDs, and
+    /// memory for the page only, whatever the size of the queue.
+    func listPage(states: [JobState]?, batch: JobID?, after: JobID?, limit: Int) -> (jobs: [JobInfo], next: JobID?) {
+        let wanted = states.map(Set.init)
+        // One more than the page: whether a next page exists.
+        var first = SmallestValues<JobID>(capacity: limit + 1)
+        // The IDs alone, and a job looked at only when its ID would make the page: a page of a
+        // million jobs took ~60 ms copying each job out of the table, most of them past the page.
+        for id in store.jobs.keys where (after.map { id > $0 } ?? true) && first.wouldKeep(id) {
+            if wanted != nil || batch != nil {
+                guard let job = store.jobs[id], Self.picks(job, states: wanted, batch: batch) else { continue }
+            }
+            first.offer(id)
+        }
+        var ids = first.sorted()
+        let more = ids.count > limit
+        if more { ids.removeLast() }
+        return (withPositions(ids.map { info(for: store.jobs[$0]!) }), more ? ids.last : nil)
+    }
+
+    func status(
+        socket: String, startedAt: Date, journalDamage: String?, configWarnings: [String], configErrors: [String]
+    ) -> DaemonStatus {
+        let counts = stateCounts()
+        var byName: [String: Int] = [:]
+        for state in JobState.allCases { byName[state.rawValue] = counts[state] ?? 0 }
+        return DaemonStatus(
+            version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt), jobs: byName,
+            speed: running.values.reduce(0) { $0 + $1.meter.speed }, maxTransfers: config.maxTransfers,
+            stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
+            cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
+            journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings,
+            configErrors: configErrors, bandwidthLimit: bandwidthLimit,
+            conditions: DaemonConditions(
+                metered: conditions.metered, onBattery: conditions.onBattery,
+                waiting: Dictionary(
+                    uniqueKeysWithValues: WaitReason.allCases.map { reason in
+                        (reason.rawValue, waiting.values.count { $0 == reason })
+                    })))
+    }
+}

@@ -15,14 +15,29 @@ extension Scheduler {
     /// does not stop the others. Adds of one client running at once take their IDs in the order
     /// its lines were read (`turn`, from `AddTurns`); those of different clients do not wait for
     /// each other. The turn ends once the IDs are handed out.
+    ///
+    /// The phases, each a method below, in order: the requests, the sources, the IDs, the copies,
+    /// saving the copies, the journal, the answers. A request that fails a phase has its answer
+    /// and goes no further.
     func add(_ batch: [AddParams], turn: AddTurn? = nil) async -> [Result<JobInfo, RPCError>] {
-        var results = [Result<JobInfo, RPCError>?](repeating: nil, count: batch.count)
-        var pending: [(index: Int, spec: JobSpec)] = []
+        var run = AddRun(batch)
+        checkRequests(&run)
+        // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
+        let originals = await checkSources(of: run)
+        await turn?.wait()
+        assignIDs(&run, originals: originals)
+        turn?.end()
+        await makeCopies(&run)
+        await saveCopies(&run)
+        if !run.jobs.isEmpty { await journalAndQueue(&run) }
+        return await answers(run)
+    }
+
+    /// Phase 1: each request's spec, as the config completes it; repeats of an add already made
+    /// (by client token) are answered by that add.
+    private func checkRequests(_ run: inout AddRun) {
         var tokensInBatch: [String: (index: Int, spec: JobSpec)] = [:]
-        var sameTokenAs: [(index: Int, first: Int)] = []
-        // Adds answered by a job added before, which may still wait for its copy.
-        var answeredBy: [(index: Int, id: JobID)] = []
-        for (index, params) in batch.enumerated() {
+        for (index, params) in run.batch.enumerated() {
             do throws(RPCError) {
                 var spec = try JobSpecBuilder.build(params)
                 spec.batch = try checkedBatch(params)
@@ -30,12 +45,12 @@ extension Scheduler {
                 try checkAgainstConfig(spec)
                 if let token = spec.clientToken {
                     if let existing = try jobAlreadyAdded(for: spec) {
-                        answeredBy.append((index, existing))
+                        run.answeredBy.append((index, existing))
                         continue
                     }
                     if let first = tokensInBatch[token] {
                         try Self.checkSameAdd(spec, as: first.spec, token: token, job: nil)
-                        sameTokenAs.append((index, first.index))
+                        run.sameTokenAs.append((index, first.index))
                         continue
                     }
                     tokensInBatch[token] = (index, spec)
@@ -45,131 +60,142 @@ extension Scheduler {
                         code: RPCError.shuttingDownCode,
                         message: "uploadd is stopping; add the file again once it is back")
                 }
-                pending.append((index, spec))
+                run.pending.append((index, spec))
             } catch {
-                results[index] = .failure(error)
+                run.results[index] = .failure(error)
             }
         }
+    }
 
-        // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
+    /// Phase 2: each source is the file the client checked (`source_identity`), and readable.
+    private func checkSources(of run: AddRun) async -> [Result<SourceSnapshot, any Error>] {
         let snapshots = dependencies.snapshots
-        let checked = await Self.blockingInChunks(pending) { item in
+        let batch = run.batch
+        return await Self.blockingInChunks(run.pending) { item in
             try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
         }
-        await turn?.wait()
-        var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
-        for (item, outcome) in zip(pending, checked) {
+    }
+
+    /// Phase 3, in the client's turn: IDs, in the order the files were given.
+    private func assignIDs(_ run: inout AddRun, originals: [Result<SourceSnapshot, any Error>]) {
+        for (item, outcome) in zip(run.pending, originals) {
             switch outcome {
             case .success(let original):
                 var spec = item.spec
-                if batch[item.index].newBatch == true {
+                if run.batch[item.index].newBatch == true {
                     spec.batch = JobID(reservedNextID)
                     knownBatches.insert(JobID(reservedNextID))
                 }
-                accepted.append((item.index, spec, original, JobID(reservedNextID)))
+                run.accepted.append((item.index, spec, original, JobID(reservedNextID)))
                 reservedNextID += 1
             case .failure(let error):
-                results[item.index] = .failure(
+                run.results[item.index] = .failure(
                     RPCError(
                         code: RPCError.sourceErrorCode,
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
         }
-        turn?.end()
-        // Copies made one by one are synced below, all of them after the last is made.
-        let copied = await Self.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) }, cache: snapshots)
-        var jobs: [(index: Int, job: Job)] = []
-        var growingCopies: [JobID: GrowingCopy] = [:]
+    }
+
+    /// Phase 4: the copies (`--snapshot`), and the jobs. Copies made one by one are synced in
+    /// phase 5, all of them after the last is made.
+    private func makeCopies(_ run: inout AddRun) async {
+        let copied = await Self.takeSnapshots(
+            run.accepted.map { ($0.spec, $0.original, $0.id) }, cache: dependencies.snapshots)
         let now = dependencies.now()
-        for (item, outcome) in zip(accepted, copied) {
+        for (item, outcome) in zip(run.accepted, copied) {
             switch outcome {
             case .success(let (snapshot, growing)):
-                growingCopies[item.id] = growing
+                run.growingCopies[item.id] = growing
                 var job = Job(id: item.id, spec: item.spec, createdAt: now)
                 job.snapshot = snapshot
                 job.bytesTotal = snapshot.size
                 job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
-                jobs.append((item.index, job))
+                run.jobs.append((item.index, job))
             case .failure(let failure as TransferFailure):
                 let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
-                results[item.index] = .failure(RPCError(code: code, message: failure.error.message))
+                run.results[item.index] = .failure(RPCError(code: code, message: failure.error.message))
             case .failure(let error):
-                results[item.index] = .failure(RPCError(code: RPCError.sourceErrorCode, message: "\(error)"))
+                run.results[item.index] = .failure(RPCError(code: RPCError.sourceErrorCode, message: "\(error)"))
             }
         }
-        // Every copy's bytes, then their names, are on disk before any add is acknowledged. Synced
-        // after the last copy was written, so that the file system commits them together: one
-        // journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
-        // An add whose job was made but cannot be kept: its files go, and its client hears why.
-        // Copies made alongside are saved later, each on its own (`Scheduler+CopyAlongside`).
-        func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error) {
-            growingCopies[job.id]?.cancel()
-            snapshots.discardFiles(of: job)
-            let noSpace = (error as? SystemError)?.isNoSpace ?? false
-            results[index] = .failure(
-                RPCError(
-                    code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
-        }
-        func syncedHere(_ job: Job) -> Bool { job.snapshot?.isCached == true && growingCopies[job.id] == nil }
-        let cached = jobs.filter { syncedHere($0.job) }
+    }
+
+    /// Phase 5: every copy's bytes, then their names, are on disk before any add is acknowledged.
+    /// Synced after the last copy was written, so that the file system commits them together: one
+    /// journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
+    /// An add whose job was made but cannot be kept: its files go, and its client hears why.
+    /// Copies made alongside are saved later, each on its own (`Scheduler+CopyAlongside`).
+    private func saveCopies(_ run: inout AddRun) async {
+        let snapshots = dependencies.snapshots
+        let cached = run.jobs.filter { run.isSyncedHere($0.job) }
         let synced = await Self.concurrently(cached) { item in
             try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
         }
         var notSynced = Set<Int>()
         for (item, outcome) in zip(cached, synced) {
             guard case .failure(let error) = outcome else { continue }
-            refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error)
+            run.refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error, snapshots)
             notSynced.insert(item.index)
         }
-        jobs.removeAll { notSynced.contains($0.index) }
-        if jobs.contains(where: { syncedHere($0.job) }) {
-            do {
-                try await Blocking.run { try snapshots.syncFolder() }
-            } catch {
-                for (index, job) in jobs { refuse(index, job, "cannot save the copy", error) }
-                jobs = []
-            }
+        run.jobs.removeAll { notSynced.contains($0.index) }
+        guard run.jobs.contains(where: { run.isSyncedHere($0.job) }) else { return }
+        do {
+            try await Blocking.run { try snapshots.syncFolder() }
+        } catch {
+            for (index, job) in run.jobs { run.refuse(index, job, "cannot save the copy", error, snapshots) }
+            run.jobs = []
         }
-        if !jobs.isEmpty {
-            for (_, job) in jobs {
-                store.apply(.job(job))
-                if let token = job.spec.clientToken { clientTokens[token] = job.id }
-            }
-            holdUntilSaved(growingCopies)
-            do {
-                try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
-                // One line for an add of many files (each job's own line at debug); one add of a
-                // thousand photos is not a thousand lines in the user's journal.
-                let eachLevel: LogLevel = jobs.count == 1 ? .info : .debug
-                for (index, job) in jobs {
-                    enqueue(job)
-                    Log.job(
-                        eachLevel, JobLogContext(job),
-                        "added: \(job.spec.source) -> \(Redaction.redactURL(job.spec.destination))")
-                    results[index] = .success(info(for: store.jobs[job.id] ?? job))
-                }
-                if jobs.count > 1, let first = jobs.first?.job, let last = jobs.last?.job {
-                    Log.info(
-                        "added \(jobs.count) jobs (\(first.id) to \(last.id)): \(first.spec.source) -> \(Redaction.redactURL(first.spec.destination)), and \(jobs.count - 1) more"
-                    )
-                }
-                fillSlots()
-            } catch {
-                for (index, job) in jobs {
-                    _ = forgetInMemory(job)
-                    undoAdd(job.id)
-                    snapshots.discardFiles(of: job)
-                    results[index] = .failure(
-                        RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))
-                }
-            }
+    }
+
+    /// Phase 6: the jobs in memory and in the journal, in one durable write, then in the queue.
+    private func journalAndQueue(_ run: inout AddRun) async {
+        let jobs = run.jobs
+        for (_, job) in jobs {
+            store.apply(.job(job))
+            if let token = job.spec.clientToken { clientTokens[token] = job.id }
         }
-        for (index, job) in jobs where growingCopies[job.id] != nil {
+        holdUntilSaved(run.growingCopies)
+        do {
+            try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
+        } catch {
+            for (index, job) in jobs {
+                _ = forgetInMemory(job)
+                undoAdd(job.id)
+                dependencies.snapshots.discardFiles(of: job)
+                run.results[index] = .failure(
+                    RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))
+            }
+            return
+        }
+        // One line for an add of many files (each job's own line at debug); one add of a
+        // thousand photos is not a thousand lines in the user's journal.
+        let eachLevel: LogLevel = jobs.count == 1 ? .info : .debug
+        for (index, job) in jobs {
+            enqueue(job)
+            Log.job(
+                eachLevel, JobLogContext(job),
+                "added: \(job.spec.source) -> \(Redaction.redactURL(job.spec.destination))")
+            run.results[index] = .success(info(for: store.jobs[job.id] ?? job))
+        }
+        if jobs.count > 1, let first = jobs.first?.job, let last = jobs.last?.job {
+            Log.info(
+                "added \(jobs.count) jobs (\(first.id) to \(last.id)): \(first.spec.source) -> \(Redaction.redactURL(first.spec.destination)), and \(jobs.count - 1) more"
+            )
+        }
+        fillSlots()
+    }
+
+    /// Phase 7: the answers, in the order asked. A job whose copy is made alongside answers once
+    /// it is saved, and so do repeats of an earlier add.
+    private func answers(_ run: AddRun) async -> [Result<JobInfo, RPCError>] {
+        var results = run.results
+        for (index, job) in run.jobs where run.growingCopies[job.id] != nil {
             guard case .success? = results[index] else { continue }
             results[index] = await answer(job.id)
         }
-        for (index, id) in answeredBy { results[index] = await answer(id) }
-        for (index, first) in sameTokenAs { results[index] = results[first] }
+        for (index, id) in run.answeredBy { results[index] = await answer(id) }
+        for (index, first) in run.sameTokenAs { results[index] = results[first] }
         return results.map { $0 ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "not added")) }
     }
 
@@ -290,5 +316,41 @@ extension Scheduler {
                 "there is no batch \(batch): start one with new_batch, then give its first job's ID as batch")
         }
         return batch
+    }
+}
+
+/// One `job.add` of one or more files, as it goes through the phases of `Scheduler.add(_:turn:)`.
+private struct AddRun {
+    let batch: [AddParams]
+    /// Each request's answer, once it has one.
+    var results: [Result<JobInfo, RPCError>?]
+    /// Requests whose checks passed, for their source's check.
+    var pending: [(index: Int, spec: JobSpec)] = []
+    /// Adds answered by a job added before (by client token), which may still wait for its copy.
+    var answeredBy: [(index: Int, id: JobID)] = []
+    /// Adds that repeat an earlier one of this batch (the same client token).
+    var sameTokenAs: [(index: Int, first: Int)] = []
+    /// Requests whose source is what the client checked, with their IDs.
+    var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
+    /// The jobs made, in the order given.
+    var jobs: [(index: Int, job: Job)] = []
+    /// Copies still being made alongside the upload (`--snapshot` of a growing file).
+    var growingCopies: [JobID: GrowingCopy] = [:]
+
+    init(_ batch: [AddParams]) {
+        self.batch = batch
+        results = Array(repeating: nil, count: batch.count)
+    }
+
+    /// Whether the job's copy is saved by this add (not alongside, and not the original itself).
+    func isSyncedHere(_ job: Job) -> Bool { job.snapshot?.isCached == true && growingCopies[job.id] == nil }
+
+    /// A job made that cannot be kept: its files go, and its client hears why.
+    mutating func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error, _ snapshots: SnapshotCache) {
+        growingCopies[job.id]?.cancel()
+        snapshots.discardFiles(of: job)
+        let noSpace = (error as? SystemError)?.isNoSpace ?? false
+        results[index] = .failure(
+            RPCError(code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
     }
 }

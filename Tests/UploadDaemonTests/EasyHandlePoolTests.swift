@@ -25,6 +25,11 @@ struct EasyHandlePoolTests {
         #expect(EasyHandlePool.idleCount == 0)
     }
 
+    /// The HTTP code does not read the scheduler's slots; this keeps the pool as wide as they can be.
+    @Test func thePoolKeepsAHandleForEverySmallFileThatRunsAtOnce() {
+        #expect(EasyHandlePool.capacity >= TransferSlots.widest)
+    }
+
     @Test func aReusedHandleSendsNoneOfTheLastRequestsCredentials() async throws {
         let server = try LoopbackHTTPServer()
         defer { server.stop() }

@@ -33,9 +33,14 @@ let package = Package(
         .target(name: "UploadWire", swiftSettings: strict),
         // The daemon's model: jobs, their life cycle, the journal's format, retry policy.
         .target(name: "UploadCore", dependencies: ["UploadWire", "CShims"], swiftSettings: strict),
+        // What the daemon asks of Linux: files and folders with care, helper processes, threads,
+        // clocks, signals, crash markers, the log and journald. It knows nothing of HTTP or the queue.
+        .target(
+            name: "UploadPlatform", dependencies: ["UploadCore", "UploadWire", "CShims", "CSystemd"],
+            swiftSettings: strict),
         .target(
             name: "UploadDaemon",
-            dependencies: ["UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"],
+            dependencies: ["UploadPlatform", "UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"],
             swiftSettings: strict
         ),
         .target(name: "UploadClient", dependencies: ["UploadWire", "CShims"], swiftSettings: strict),
@@ -58,7 +63,8 @@ let package = Package(
         .testTarget(name: "UploadWireTests", dependencies: ["UploadWire", "TestSupport"]),
         .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(
-            name: "UploadDaemonTests", dependencies: ["UploadDaemon", "UploadCore", "UploadWire", "TestSupport"]),
+            name: "UploadDaemonTests",
+            dependencies: ["UploadDaemon", "UploadPlatform", "UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "UploadControlTests", dependencies: ["UploadControl", "UploadClient", "UploadWire", "TestSupport"]),
         .testTarget(

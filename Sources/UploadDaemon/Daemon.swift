@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// uploadd's entry point: parse the command line, set up, serve until told to stop.
@@ -115,6 +116,7 @@ final class Daemon: Sendable {
     {
         signal(SIGPIPE, SIG_IGN)
         HeapTrimmer.limitArenas()
+        HeapTrimmer.releaseCaches.withLock { $0 = { EasyHandlePool.drain() } }
         LeftoverCopies.noteDaemonStart()
         // Our own files (journal, snapshots) are private; `file://` copies get the user's umask.
         let userUmask = umask(0o077)

@@ -1,10 +1,13 @@
 import Foundation
+import UploadWire
+
 // libFuzzer entry point: the config, parsed as uploadd does it (INIDocument, then the daemon's
 // DaemonConfig), must be refused with a message or loaded, never crash; what loads must hold the
 // loader's promises; and a parsed INI document written out again must parse to an equal one.
-// Built by contrib/scripts/fuzz together with UploadCore's sources and the daemon's config loader
-// (Sources/UploadDaemon/Config/DaemonConfig.swift, with the two System files it uses).
-import UploadWire
+// Built by contrib/scripts/fuzz over the UploadCore module (built for testing: INIDocument is
+// internal to it) with the daemon's config loader (Sources/UploadDaemon/Config/DaemonConfig.swift,
+// with the two UploadPlatform files it uses).
+@testable import UploadCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func configFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// What the add path does off the cooperative pool, in few hops: `Scheduler.blockingInChunks`,
 /// and the reachability answers a job finds without one (`Reachability.known`).

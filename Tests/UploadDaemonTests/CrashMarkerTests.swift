@@ -4,6 +4,7 @@ import Testing
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// The crash marker names the signal and the jobs whose attempts were running.
 @Suite("CrashMarker")

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// contrib/DESIGN.md against the code, where the code can say: its modules, threads and queues,
 /// protocols, journal format and config keys. A design that names what no longer exists (five
@@ -60,7 +61,7 @@ import UploadWire
     }
 
     @Test func everyThreadAndQueueOfTheDaemonIsInTheTable() throws {
-        let code = try Self.sources(under: "Sources/UploadDaemon")
+        let code = try Self.sources(under: "Sources/UploadDaemon") + Self.sources(under: "Sources/UploadPlatform")
         let named = Set(
             code.matches(of: /(?:NamedThread\.start|DispatchQueue)\((?:label: )?"([^"]+)"/).map { String($0.output.1) })
         let documented = Set(firstColumn(under: "## Threads and queues").filter { $0.hasPrefix("uploadd") })

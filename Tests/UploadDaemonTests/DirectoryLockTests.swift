@@ -4,6 +4,7 @@ import Testing
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// The locks that keep a second daemon off a state or cache directory already in use. flock
 /// belongs to an open file description, so a second acquire in this process is refused just as

@@ -3,6 +3,7 @@ import Testing
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("Reading whole files")
 struct FileOpsTests {

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// The helper runner against real programs (sh, cat, python3): what a decoder that misbehaves
 /// would do, and what the daemon makes of it.

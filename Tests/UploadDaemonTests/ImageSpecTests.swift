@@ -1,6 +1,7 @@
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("image SPEC parsing and the names prepared images get")
 struct ImageSpecTests {

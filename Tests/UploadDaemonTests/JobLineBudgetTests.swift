@@ -2,6 +2,7 @@ import Testing
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("Routine lines about jobs: at most 100 a second, the rest summed up")
 struct JobLineBudgetTests {

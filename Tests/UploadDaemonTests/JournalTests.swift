@@ -6,6 +6,7 @@ import UploadWire
 
 @testable import UploadCore
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("Journal file: replay, appends, group commit, compaction")
 struct JournalTests {

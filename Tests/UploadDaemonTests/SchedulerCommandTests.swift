@@ -5,6 +5,7 @@ import UploadWire
 
 @testable import UploadCore
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("Scheduler: add, clear, delete, restart")
 struct SchedulerCommandTests {

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 @Suite("SnapshotCache: protecting a job's bytes")
 struct SnapshotCacheTests {

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadPlatform
 
 /// `TrustedPath`: ssh's StrictModes for every file uploadd runs or believes (issue 47, item 2).
 @Suite("TrustedPath: files only the user and root can write")

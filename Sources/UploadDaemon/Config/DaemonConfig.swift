@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// A named destination from the config: `[remote NAME]`, used as `--to NAME:path`.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// uploadd's command line and the directories it resolves to.

@@ -1,6 +1,7 @@
 import CShims
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// One client of the control socket: reads request lines, hands them to the handler, writes

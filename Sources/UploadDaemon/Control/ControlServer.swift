@@ -2,6 +2,7 @@ import CShims
 import Dispatch
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Accepts clients on the control socket and serves them on one serial queue; a thread of its own

@@ -1,6 +1,7 @@
 import CShims
 import Glibc
 import Synchronization
+import UploadPlatform
 import UploadWire
 
 /// Tells the control server which of its descriptors (the listening socket and each client) are

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Streams one request body (or one multipart file part) to libcurl's read callback.

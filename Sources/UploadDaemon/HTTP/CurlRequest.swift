@@ -3,6 +3,7 @@ import CShims
 import Foundation
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// One libcurl easy handle and everything its callbacks touch.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// HTTP over libcurl: one multi handle driven by one thread, connections reused across requests.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// HTTP as RFC 9110 has it, over any `HTTPSending`: what every protocol's requests get.

@@ -1,4 +1,5 @@
 import Synchronization
+import UploadPlatform
 
 /// A rate in bytes per second as a token bucket: bytes are taken before they are read from the
 /// file, and the bucket refills at the rate, holding at most a tenth of a second's worth.

@@ -1,6 +1,7 @@
 import CCurl
 import CShims
 import Glibc
+import UploadPlatform
 
 /// The HTTP thread's wait, by libcurl's socket interface: one epoll set holding the sockets libcurl
 /// asks to watch (CURLMOPT_SOCKETFUNCTION) and an eventfd other threads write to wake the thread,

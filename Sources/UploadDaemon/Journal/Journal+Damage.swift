@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Damage found at replay: its bytes set aside, and what it was, for `uploadctl status` and the log.

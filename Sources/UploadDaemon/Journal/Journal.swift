@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// The append-only journal file: replay at start, ordered appends, group-committed fdatasync, and

@@ -2,6 +2,7 @@ import CShims
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Watches the kernel's links, addresses and routes (a NETLINK_ROUTE socket: no polling) and says

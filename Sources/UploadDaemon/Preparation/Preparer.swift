@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Runs a job's preparation steps in order, from its snapshot to one file in the cache, and

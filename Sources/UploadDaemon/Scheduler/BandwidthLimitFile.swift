@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// The bandwidth limit set with `uploadctl limit`, kept in the state directory so that it holds

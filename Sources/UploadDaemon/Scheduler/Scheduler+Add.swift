@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// `job.add`: files checked, copied and journaled as jobs, in the order the clients sent them.

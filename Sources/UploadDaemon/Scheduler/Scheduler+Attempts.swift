@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// An upload's end, journaled, waiting for its sync before anyone hears of it.

@@ -1,4 +1,5 @@
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Big files copied alongside their upload (`GrowingCopy`), so that the default snapshot does not

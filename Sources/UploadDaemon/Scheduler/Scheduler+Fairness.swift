@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// How transfer slots are shared when a server is slow: a cap on transfers per server while

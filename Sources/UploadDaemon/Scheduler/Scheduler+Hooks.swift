@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// `on_complete` and `on_failure`: a command run when a job ends, as aria2's and Transmission's

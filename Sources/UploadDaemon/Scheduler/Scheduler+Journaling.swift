@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// How the Scheduler records changes: journal records applied to memory and appended to disk in

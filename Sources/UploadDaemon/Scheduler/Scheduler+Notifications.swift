@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Desktop notifications (`notify = failures|all|none`): one per batch, once all of its jobs have

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// The preparation stage: between a job's snapshot and its upload, its preparation steps make

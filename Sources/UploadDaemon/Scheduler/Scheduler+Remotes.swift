@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// `uploadctl remotes`: the configured remotes, and a check that uploads to one can work.

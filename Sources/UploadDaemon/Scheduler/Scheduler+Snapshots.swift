@@ -1,4 +1,5 @@
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// The snapshots of the files of one `add`.

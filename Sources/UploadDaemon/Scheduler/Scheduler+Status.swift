@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Live progress for subscribers, the status line for systemd, `daemon.status`, and the public

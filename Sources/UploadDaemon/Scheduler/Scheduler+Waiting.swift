@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Jobs held back for the network, a metered connection or battery power, and those waiting out a

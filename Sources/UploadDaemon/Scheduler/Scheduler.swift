@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Owns the queue: every job, its state machine, the journal records that change it, and the

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// A snapshot copy still being made: its job may upload the part already copied while the rest is

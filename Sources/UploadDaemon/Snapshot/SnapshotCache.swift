@@ -2,6 +2,7 @@ import CShims
 import Foundation
 import Glibc
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Protects a job's bytes from changes between `add` and upload: a reflink into the cache when the

@@ -2,6 +2,7 @@ import CShims
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Copies of many small files in one file of the cache.

@@ -2,6 +2,7 @@ import CShims
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// A job's bytes, open for reading with pread from any thread.

@@ -1,6 +1,7 @@
 import CSystemd
 import Dispatch
 import Glibc
+import UploadPlatform
 
 /// Shows desktop notifications through `org.freedesktop.Notifications` on the user's session bus
 /// (sd-bus). Each one opens the bus, calls Notify and closes it, on a queue of its own: they are

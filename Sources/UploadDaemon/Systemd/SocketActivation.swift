@@ -1,5 +1,6 @@
 import CSystemd
 import Glibc
+import UploadPlatform
 import UploadWire
 
 /// Sockets handed over by systemd's socket activation.

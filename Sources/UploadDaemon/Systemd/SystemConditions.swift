@@ -1,6 +1,7 @@
 import CSystemd
 import Foundation
 import Glibc
+import UploadPlatform
 
 /// What the machine's services say about the connection and the power: NetworkManager's `Metered`
 /// and UPower's `OnBattery`, read over the system bus with sd-bus and followed through their

@@ -1,6 +1,7 @@
 import CSystemd
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Tells systemd how the service is doing (sd_notify). Does nothing outside a Type=notify unit,

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Resolves a job's destination against the config when an attempt starts: remotes, the file name,

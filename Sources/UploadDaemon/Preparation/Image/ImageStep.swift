@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Image shrinking (`--image SPEC`): libvips in the `uploadd-image` helper, one process per image,

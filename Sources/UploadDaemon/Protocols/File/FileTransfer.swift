@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// Copies into a local directory: a new file under a random name in the target folder, fsync,

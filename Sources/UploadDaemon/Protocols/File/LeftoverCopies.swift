@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// The temporary files of copies a crash (or a kill) interrupted: each attempt writes under a new

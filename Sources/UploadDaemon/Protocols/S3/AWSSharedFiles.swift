@@ -1,4 +1,5 @@
 import Foundation
+import UploadPlatform
 
 /// The AWS tools' shared files, read the way aws-cli reads them: `~/.aws/credentials` (keys) and
 /// `~/.aws/config` (`region`, `endpoint_url`, and keys as well), profile `AWS_PROFILE` else

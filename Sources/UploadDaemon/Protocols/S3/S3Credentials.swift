@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// An access key pair (and a session token for temporary credentials), with where it came from so

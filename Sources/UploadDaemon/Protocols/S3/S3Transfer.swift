@@ -1,6 +1,7 @@
 import CShims
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// S3 uploads with Signature Version 4: one PutObject below the multipart threshold, else

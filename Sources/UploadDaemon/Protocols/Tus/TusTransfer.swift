@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// tus 1.0 (tus.io): creation, PATCH in chunks from the server's offset, and the extensions the

@@ -9,18 +9,18 @@ import UploadWire
 /// line each. So up to `perSecond` such lines a second are written as they come; past that they
 /// are counted, and one line at the end of the second says how many there were, of which jobs, in
 /// which states. Warnings, errors and debug lines are never held.
-struct JobLineBudget {
+package struct JobLineBudget {
     /// Lines a second written one by one: with a summary each second, 3,030 in 30 s at most.
-    static let perSecond = 100
+    package static let perSecond = 100
 
     /// What to do with a routine line.
-    enum Decision: Equatable {
+    package enum Decision: Equatable {
         case write
         case hold
     }
 
     /// The line that counts the lines held, at the most severe level among them.
-    typealias Summary = (level: LogLevel, text: String)
+    package typealias Summary = (level: LogLevel, text: String)
 
     private var windowStart: Double?
     private var written = 0
@@ -32,11 +32,11 @@ struct JobLineBudget {
 
     /// Whether lines are held for a summary not written yet (the caller then asks `summary(at:)`
     /// again when the second is over).
-    var isHolding: Bool { !held.isEmpty }
+    package var isHolding: Bool { !held.isEmpty }
 
     /// Takes in a line about job `id` in `state` at `now` (seconds of a monotonic clock). Also
     /// returns the summary of a second that ended before `now`, to write before the line.
-    mutating func admit(_ id: JobID, state: String, level: LogLevel = .info, at now: Double) -> (
+    package mutating func admit(_ id: JobID, state: String, level: LogLevel = .info, at now: Double) -> (
         Decision, summary: Summary?
     ) {
         let summary = summary(at: now)
@@ -54,7 +54,7 @@ struct JobLineBudget {
 
     /// The summary of the lines held, once their second is over at `now` (nil: none, or not yet).
     /// The next second starts empty.
-    mutating func summary(at now: Double) -> Summary? {
+    package mutating func summary(at now: Double) -> Summary? {
         guard let start = windowStart, now - start >= 1 else { return nil }
         defer {
             windowStart = nil

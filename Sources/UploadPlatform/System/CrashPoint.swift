@@ -4,7 +4,7 @@ import Glibc
 /// power-loss test cuts the power at moments no outside SIGKILL can hit, such as between a
 /// journal rewrite's rename and the next sync (as SQLite's and FoundationDB's crash tests do).
 /// Unset, it costs one comparison.
-enum CrashPoint: String {
+package enum CrashPoint: String {
     /// A compaction's new journal has been renamed into place and its directory synced.
     case journalCompacted = "journal-compacted"
     /// A journal of an older format has been rewritten in the current one and renamed into place.
@@ -17,7 +17,7 @@ enum CrashPoint: String {
     }
 
     /// SIGKILL, now, when this is the armed point.
-    func reached() {
+    package func reached() {
         guard Self.armed == self else { return }
         Glibc.kill(Glibc.getpid(), SIGKILL)
     }

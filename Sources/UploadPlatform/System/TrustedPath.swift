@@ -26,19 +26,19 @@ import UploadWire
 /// file is missing and must not then use it, since a missing name in a sticky folder could be
 /// created by anyone. Once every element exists and passes, nobody but the user and root can
 /// change what the path leads to, so what is opened next is what was checked.
-enum TrustedPath {
+package enum TrustedPath {
     /// The user and root: the owners whose files are trusted, whose symlinks are followed.
-    static func isTrusted(owner: uid_t) -> Bool { owner == getuid() || owner == 0 }
+    package static func isTrusted(owner: uid_t) -> Bool { owner == getuid() || owner == 0 }
 
     /// Why a path is not trusted: the message names what it is, the element at fault, and the
     /// command that fixes it.
-    struct Refusal: Error, Equatable, CustomStringConvertible {
+    package struct Refusal: Error, Equatable, CustomStringConvertible {
         /// What the path is for, as the user knows it: "the config file", "the [remote nas] password_file".
-        var what: String
-        var path: String
+        package var what: String
+        package var path: String
         /// Everything after "refusing WHAT PATH: ".
-        var problem: String
-        var description: String { "refusing \(what) \(path): \(problem)" }
+        package var problem: String
+        package var description: String { "refusing \(what) \(path): \(problem)" }
     }
 
     /// Symlinks followed at most on one walk, as the kernel's MAXSYMLINKS.
@@ -47,7 +47,7 @@ enum TrustedPath {
     /// Checks `path` and every element on its way (relative paths start at the working folder, as
     /// open and execve would read them). True when it exists and may be trusted, false when an
     /// element is missing (everything before it passed); throws when an element fails a rule.
-    static func check(_ path: String, what: String) throws(Refusal) -> Bool {
+    package static func check(_ path: String, what: String) throws(Refusal) -> Bool {
         let walk = Walk(what: what, path: path)
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var walked: [String] = []  // the real path so far: symlinks replaced by where they lead
@@ -83,7 +83,7 @@ enum TrustedPath {
     }
 
     /// The whole file at `path`, read only when `check` trusts it; a missing file is ENOENT.
-    static func readFile(_ path: String, what: String) throws -> [UInt8] {
+    package static func readFile(_ path: String, what: String) throws -> [UInt8] {
         guard try check(path, what: what) else { throw SystemError("open", path: path, errno: ENOENT) }
         return try FileOps.readFile(path)
     }
@@ -170,7 +170,7 @@ enum TrustedPath {
     }
 
     /// The login name of `uid`, for messages (getpwuid_r: getpwuid's buffer is shared by threads).
-    static func userName(_ uid: uid_t) -> String? {
+    package static func userName(_ uid: uid_t) -> String? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)

@@ -9,37 +9,41 @@ import Synchronization
 /// Two measures: few arenas (the daemon's threads are few and known: the cooperative pool, the
 /// HTTP, journal, network and bus threads), and a trim when much was just freed (a clear, a
 /// compaction) or the queue has gone idle.
-enum HeapTrimmer {
+package enum HeapTrimmer {
     /// Arenas for the whole process: enough that the HTTP and journal threads rarely wait on a lock.
-    static let arenas: Int32 = 2
+    package static let arenas: Int32 = 2
 
-    static func limitArenas() {
+    package static func limitArenas() {
         if CShims_limit_malloc_arenas(arenas) != 0 { Log.debug("malloc refused M_ARENA_MAX=\(arenas)") }
     }
 
     /// Gives freed memory back to the kernel. Takes a few milliseconds with a big heap: call it
     /// when nothing waits on it.
-    static func trim() {
-        EasyHandlePool.drain()
+    package static func trim() {
+        releaseCaches.withLock { $0 }?()
         _ = CShims_trim_heap()
     }
 
+    /// What gives cached memory back before each trim (the HTTP code's idle easy handles), on the
+    /// thread that trims; set once at start-up (`Daemon`).
+    package static let releaseCaches = Mutex<(@Sendable () -> Void)?>(nil)
+
     /// How long after the last request the trim runs: a clear's answer is encoded, sent and freed
     /// after the clear itself, so the trim waits until the requests have stopped for this long.
-    static let quiet = DispatchTimeInterval.seconds(1)
+    package static let quiet = DispatchTimeInterval.seconds(1)
 
     /// How long after a trim it runs once more: libdispatch ends a worker thread idle for 5 s, and
     /// what the thread's malloc cache held goes back to the arena only then. After 100,000 queued
     /// jobs were cleared, this second trim gave back 5 MiB more (RSS 40 MiB to 35) that the first
     /// could not.
-    static let afterIdleThreadsEnd = DispatchTimeInterval.seconds(6)
+    package static let afterIdleThreadsEnd = DispatchTimeInterval.seconds(6)
 
     /// The last time a trim was asked for, and whether one is scheduled.
     private static let requests = Mutex<(last: DispatchTime, scheduled: Bool)>((.now(), false))
     private static let queue = DispatchQueue(label: "uploadd.heap-trim", qos: .utility)
 
     /// Trims once nobody has asked for a trim for `quiet`; many requests in a row trim once.
-    static func trimSoon() {
+    package static func trimSoon() {
         let schedule = requests.withLock { state in
             state.last = .now()
             defer { state.scheduled = true }

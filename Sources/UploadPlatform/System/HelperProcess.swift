@@ -11,26 +11,37 @@ import UploadWire
 /// stdout (descriptors the daemon opened: it needs no path of its own), and runs under limits set
 /// before it starts (`CShims_spawn_limited`): address space, CPU time, wall time, no core dump.
 /// With `temporaryRoot`, each run has a temporary folder of its own, removed after it.
-struct HelperProcess: Sendable {
-    var executable: String
-    var arguments: [String]
+package struct HelperProcess: Sendable {
+    package var executable: String
+    package var arguments: [String]
     /// RLIMIT_AS in bytes; nil: none.
-    var memoryLimit: Int64?
+    package var memoryLimit: Int64?
     /// RLIMIT_CPU in seconds; nil: none.
-    var cpuSeconds: Int?
+    package var cpuSeconds: Int?
     /// Killed (SIGKILL) after this long.
-    var timeout: Duration = .seconds(120)
+    package var timeout: Duration = .seconds(120)
     /// The helper's environment; the daemon's own is not passed on.
-    var environment: [String] = ["PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"]
+    package var environment: [String] = ["PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"]
     /// Where each run gets a fresh folder (0700, `run-XXXXXX`), passed as TMPDIR and removed with
     /// whatever is in it once the helper has exited, however it ended: a helper may write only
     /// there (uploadd-image's Landlock rules), never in /tmp, which every process of the user shares
     /// and where what it left would outlive it. nil: no TMPDIR (uploadd-image then writes nowhere).
-    var temporaryRoot: String?
+    package var temporaryRoot: String?
     /// At most this much of what the helper writes to stderr is kept, for the job's error.
-    static let stderrLimit = 8 << 10
+    package static let stderrLimit = 8 << 10
 
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    package init(
+        executable: String, arguments: [String], memoryLimit: Int64? = nil, cpuSeconds: Int? = nil,
+        timeout: Duration = .seconds(120)
+    ) {
+        self.executable = executable
+        self.arguments = arguments
+        self.memoryLimit = memoryLimit
+        self.cpuSeconds = cpuSeconds
+        self.timeout = timeout
+    }
+
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case couldNotStart(String)
         /// It exited with a status other than 0; `message` is the end of its stderr.
         case exited(status: Int32, message: String)
@@ -38,7 +49,7 @@ struct HelperProcess: Sendable {
         case killed(signal: Int32, message: String)
         case timedOut(Duration)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .couldNotStart(let why): return "could not start the helper: \(why)"
             case .exited(let status, let message):
@@ -55,17 +66,17 @@ struct HelperProcess: Sendable {
     }
 
     /// What a helper that succeeded left: its stderr, and what it used.
-    struct Outcome: Sendable {
-        var stderr: String
+    package struct Outcome: Sendable {
+        package var stderr: String
         /// Peak resident memory (ru_maxrss).
-        var maxResidentKiB: Int
+        package var maxResidentKiB: Int
         /// User + system time.
-        var cpuSeconds: Double
+        package var cpuSeconds: Double
     }
 
     /// Runs the helper to its end with `input` as stdin and `output` as stdout (nil: stdout goes
     /// where stderr goes, kept with it). Cancelling the task kills it.
-    func run(input: Int32, output: Int32?) async throws -> Outcome {
+    package func run(input: Int32, output: Int32?) async throws -> Outcome {
         guard let temporaryRoot else { return try await run(input: input, output: output, environment: environment) }
         let folder: String
         do {

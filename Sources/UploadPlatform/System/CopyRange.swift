@@ -3,10 +3,10 @@ import Glibc
 
 /// Copies between files: copy_file_range when the kernel can (no user-space buffer, reflinks on
 /// some file systems), else sendfile (across file systems), else pread and write.
-enum FileCopy {
+package enum FileCopy {
     /// Copies up to `length` bytes from `source` at `offset` (advanced) to `target`'s position.
     /// Returns the bytes copied, 0 at the end of the source, or -1 with errno.
-    static func copyRange(from source: Int32, offset: inout Int64, to target: Int32, length: Int) -> Int {
+    package static func copyRange(from source: Int32, offset: inout Int64, to target: Int32, length: Int) -> Int {
         var position = off_t(offset)
         while true {
             let result = CShims_copy_file_range(source, &position, target, length)

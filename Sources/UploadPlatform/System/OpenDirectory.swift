@@ -13,10 +13,10 @@ import UploadWire
 /// `~/uploads -> /mnt/nas`), which that flag would refuse as well.
 ///
 /// The descriptor is `O_RDONLY | O_DIRECTORY`: good for the `*at()` calls and for `fsync`.
-final class OpenDirectory: Sendable {
-    let fd: Int32
+package final class OpenDirectory: Sendable {
+    package let fd: Int32
     /// The path as the caller gave it, for messages.
-    let path: String
+    package let path: String
 
     private init(fd: Int32, path: String) {
         self.fd = fd
@@ -26,10 +26,10 @@ final class OpenDirectory: Sendable {
     deinit { close(fd) }
 
     /// Why a path was refused: a symlink of another user, or something that is not a folder.
-    struct Refusal: Error, CustomStringConvertible {
-        var path: String
-        var reason: String
-        var description: String { "refusing \(path): \(reason)" }
+    package struct Refusal: Error, CustomStringConvertible {
+        package var path: String
+        package var reason: String
+        package var description: String { "refusing \(path): \(reason)" }
     }
 
     /// Symlinks followed at most on one walk, as the kernel's MAXSYMLINKS.
@@ -37,7 +37,7 @@ final class OpenDirectory: Sendable {
 
     /// Opens `path`, creating missing folders with exactly `mode` when it is given (whatever the
     /// daemon's umask; the folders then belong to the user).
-    static func open(_ path: String, creatingMissingWith mode: mode_t? = nil) throws -> OpenDirectory {
+    package static func open(_ path: String, creatingMissingWith mode: mode_t? = nil) throws -> OpenDirectory {
         guard path.hasPrefix("/") else { throw Refusal(path: path, reason: "not an absolute path") }
         let walkFlags = CShims_open_path_flag() | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         var current = try syscall("open", path: "/") { Glibc.open("/", walkFlags) }
@@ -127,12 +127,12 @@ final class OpenDirectory: Sendable {
     }
 
     /// fsync of the folder itself, so that a create or rename in it survives a power loss.
-    func sync() throws {
+    package func sync() throws {
         try syscall("fsync", path: path) { fsync(fd) }
     }
 
     /// `lstat` of an entry (a symlink is described, not followed); nil when it does not exist.
-    func entryStatus(_ name: String) throws -> stat? {
+    package func entryStatus(_ name: String) throws -> stat? {
         var info = stat()
         if fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 { return info }
         if errno == ENOENT { return nil }

@@ -4,11 +4,11 @@ import Synchronization
 
 /// Signals as an async sequence, through DispatchSource (signalfd on Linux): no Swift code runs in
 /// a signal handler.
-final class SignalStream: Sendable {
-    let stream: AsyncStream<Int32>
+package final class SignalStream: Sendable {
+    package let stream: AsyncStream<Int32>
     private let sources: [SignalSourceBox]
 
-    init(_ signals: [Int32]) {
+    package init(_ signals: [Int32]) {
         var continuation: AsyncStream<Int32>.Continuation!
         stream = AsyncStream { continuation = $0 }
         let yield = continuation!

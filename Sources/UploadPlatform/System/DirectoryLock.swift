@@ -7,15 +7,15 @@ import UploadWire
 /// the state directory, so two daemons never share a journal, and the cache directory, so they
 /// never share snapshot copies (named by job ID, which both would number from 1, and swept as
 /// orphans by the other's start).
-final class DirectoryLock: Sendable {
+package final class DirectoryLock: Sendable {
     /// What a directory is to the daemon: it names the lock file and what the error says.
-    enum Use: Sendable {
+    package enum Use: Sendable {
         case state
         case cache
 
         /// Different names, so that one directory given as both takes two locks that do not
         /// conflict: a second flock of the same file from this process would fail.
-        var fileName: String {
+        package var fileName: String {
             switch self {
             case .state: return "lock"
             case .cache: return "cache.lock"
@@ -29,12 +29,12 @@ final class DirectoryLock: Sendable {
 
     deinit { close(fd) }
 
-    struct HeldError: Error, CustomStringConvertible {
-        var directory: String
-        var use: Use
+    package struct HeldError: Error, CustomStringConvertible {
+        package var directory: String
+        package var use: Use
         /// " (pid N)" when the holder wrote its pid, else empty.
-        var holder: String
-        var description: String {
+        package var holder: String
+        package var description: String {
             switch use {
             case .state:
                 return
@@ -48,7 +48,7 @@ final class DirectoryLock: Sendable {
 
     /// Locks `directory` for `use` (the file is opened without following a link, created 0600),
     /// or throws `HeldError` when another process holds it.
-    static func acquire(directory: String, for use: Use) throws -> DirectoryLock {
+    package static func acquire(directory: String, for use: Use) throws -> DirectoryLock {
         let path = directory + "/" + use.fileName
         let fd = try syscall("open", path: path) { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {

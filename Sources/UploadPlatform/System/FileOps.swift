@@ -5,9 +5,9 @@ import UploadCore
 import UploadWire
 
 /// Small file-system operations the daemon needs, each with a clear error.
-enum FileOps {
+package enum FileOps {
     /// `pread`, again when a signal interrupted it: the bytes read, 0 at the end, or -1 with errno.
-    static func readAt(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
+    package static func readAt(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) -> Int {
         while true {
             let result = pread(fd, buffer, count, off_t(offset))
             if result < 0 && errno == EINTR { continue }
@@ -19,7 +19,7 @@ enum FileOps {
     ///
     /// Each folder it makes is made durable in its parent (fsync of the parent): a power cut must
     /// not take away the folder that holds an acknowledged journal or snapshot.
-    static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
+    package static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
         let parent = (path as NSString).deletingLastPathComponent
@@ -37,7 +37,7 @@ enum FileOps {
     /// is). Files in it are then safe from other users: nobody else can plant a symlink or swap a
     /// file there, nor swap the folder itself by renaming one above it. `what` and `option` name it
     /// in the refusal ("the state directory", "--state-dir").
-    static func preparePrivateDirectory(_ path: String, what: String, option: String) throws {
+    package static func preparePrivateDirectory(_ path: String, what: String, option: String) throws {
         try makeDirectory(path)
         var info = stat()
         guard lstat(path, &info) == 0 else { throw SystemError("stat", path: path) }
@@ -65,7 +65,7 @@ enum FileOps {
 
     /// A new folder of ours beneath `parent` (made 0700 if missing), 0700, with an unguessable
     /// name starting `prefix-` (mkdtemp).
-    static func makeTemporaryDirectory(in parent: String, prefix: String) throws -> String {
+    package static func makeTemporaryDirectory(in parent: String, prefix: String) throws -> String {
         try makeDirectory(parent)
         var template = Array("\(parent)/\(prefix)-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
@@ -78,7 +78,7 @@ enum FileOps {
     /// of ours left there may have taken its own rights away (a folder chmod 000): folders are
     /// opened up (they are ours) before they are read. True when `path` is gone.
     @discardableResult
-    static func removeTree(_ path: String) -> Bool {
+    package static func removeTree(_ path: String) -> Bool {
         chmod(path, 0o700)
         let folder = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if folder >= 0 {
@@ -118,14 +118,14 @@ enum FileOps {
     }
 
     /// fsync of a directory, so a rename or create in it survives a power loss.
-    static func syncDirectory(_ path: String) throws {
+    package static func syncDirectory(_ path: String) throws {
         let fd = try syscall("open", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         try syscall("fsync", path: path) { fsync(fd) }
     }
 
     /// Writes all of `bytes` at the descriptor's position.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         var offset = 0
         while offset < bytes.count {
             let written = try syscall("write", path: path) {
@@ -137,7 +137,8 @@ enum FileOps {
 
     /// A new, empty file of ours at `path`, open for writing: a leftover there (of a crash) is
     /// removed first and never written through (O_EXCL | O_NOFOLLOW).
-    static func createFresh(_ path: String, mode: mode_t = 0o600, operation: String = "create") throws(SystemError)
+    package static func createFresh(_ path: String, mode: mode_t = 0o600, operation: String = "create")
+        throws(SystemError)
         -> Int32
     {
         unlink(path)
@@ -147,7 +148,7 @@ enum FileOps {
     }
 
     /// Writes a small file atomically: temp file, fsync, rename, directory fsync.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
         let temp = path + ".tmp"
         let fd = try createFresh(temp, mode: mode)
         do {
@@ -167,7 +168,7 @@ enum FileOps {
     /// written into it later cannot run out of space halfway, and the free space every later check
     /// sees counts it: true. Where the file system cannot (NFS, FUSE: EOPNOTSUPP), the file is only
     /// made that long, sparse: false. Throws ENOSPC when the space is not there.
-    static func reserve(_ fd: Int32, size: Int64, path: String) throws(SystemError) -> Bool {
+    package static func reserve(_ fd: Int32, size: Int64, path: String) throws(SystemError) -> Bool {
         guard size > 0 else { return true }
         if CShims_fallocate(fd, size) == 0 { return true }
         guard errno == EOPNOTSUPP || errno == ENOSYS else { throw SystemError("reserve space for", path: path) }
@@ -176,7 +177,7 @@ enum FileOps {
     }
 
     /// Free bytes for an unprivileged user on the file system holding `path`.
-    static func availableBytes(at path: String) -> Int64? {
+    package static func availableBytes(at path: String) -> Int64? {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
@@ -184,7 +185,7 @@ enum FileOps {
 
     /// Reads a whole file (a config, a key, the journal), as bytes. `followSymlinks: false` for files
     /// in our own folders.
-    static func readFile(_ path: String, followSymlinks: Bool = true) throws -> [UInt8] {
+    package static func readFile(_ path: String, followSymlinks: Bool = true) throws -> [UInt8] {
         let flags = O_RDONLY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
         let fd = try syscall("open", path: path) { open(path, flags) }
         defer { close(fd) }
@@ -208,7 +209,7 @@ enum FileOps {
 }
 
 /// A state, cache or socket folder that other users could tamper with.
-struct PrivateDirectoryError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+package struct PrivateDirectoryError: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }

@@ -4,14 +4,14 @@ import Synchronization
 import UploadWire
 
 /// Syslog priorities, as journald understands them in `<N>` prefixes.
-enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+package enum LogLevel: Int, Comparable, Sendable, CaseIterable {
     case error = 3
     case warning = 4
     case notice = 5
     case info = 6
     case debug = 7
 
-    init?(name: String) {
+    package init?(name: String) {
         switch name.lowercased() {
         case "error", "err": self = .error
         case "warning", "warn": self = .warning
@@ -22,12 +22,12 @@ enum LogLevel: Int, Comparable, Sendable, CaseIterable {
         }
     }
 
-    static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// Lines on stderr: with a `<N>` priority prefix when journald reads them (JOURNAL_STREAM names
 /// stderr), else plain readable lines with a level word for people.
-enum Log {
+package enum Log {
     private struct Settings {
         var level: LogLevel = .info
         var journald = false
@@ -40,7 +40,8 @@ enum Log {
 
     /// Reads JOURNAL_STREAM and compares it with stderr's device and inode, as sd_journal_stream_fd's
     /// documentation recommends, so a redirected stderr gets plain lines.
-    static func configure(level: LogLevel, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package static func configure(level: LogLevel, environment: [String: String] = ProcessInfo.processInfo.environment)
+    {
         var journald = false
         if let stream = environment["JOURNAL_STREAM"] {
             let parts = stream.split(separator: ":")
@@ -55,18 +56,20 @@ enum Log {
         }
     }
 
-    static var isJournald: Bool { settings.withLock { $0.journald } }
+    package static var isJournald: Bool { settings.withLock { $0.journald } }
 
-    static func error(_ message: @autoclosure () -> String) { write(.error, message) }
-    static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
-    static func notice(_ message: @autoclosure () -> String) { write(.notice, message) }
-    static func info(_ message: @autoclosure () -> String) { write(.info, message) }
-    static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
+    package static func error(_ message: @autoclosure () -> String) { write(.error, message) }
+    package static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
+    package static func notice(_ message: @autoclosure () -> String) { write(.notice, message) }
+    package static func info(_ message: @autoclosure () -> String) { write(.info, message) }
+    package static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
 
     /// A line about one job: under journald a structured entry with UPLOAD_JOB_ID= and friends,
     /// elsewhere a plain line.
     /// The context is built only when the line is logged (it redacts the destination).
-    static func job(_ level: LogLevel, _ job: @autoclosure () -> JobLogContext, _ message: @autoclosure () -> String) {
+    package static func job(
+        _ level: LogLevel, _ job: @autoclosure () -> JobLogContext, _ message: @autoclosure () -> String
+    ) {
         let (limit, journald) = settings.withLock { ($0.level, $0.journald) }
         guard level <= limit else { return }
         let job = job()

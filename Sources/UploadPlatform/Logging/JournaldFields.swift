@@ -5,11 +5,11 @@ import UploadWire
 
 /// Structured log entries for journald (sd_journal_send), so that
 /// `journalctl --user -u uploadd UPLOAD_JOB_ID=7` tells one job's story.
-enum JournaldFields {
+package enum JournaldFields {
     /// Sends one entry with MESSAGE, PRIORITY and the job's fields. Secrets never get here: the
     /// destination is redacted and the message is the caller's. Control characters in the
     /// message and the destination are escaped, as on stderr: `journalctl` prints them raw.
-    static func send(message: String, level: LogLevel, job: JobLogContext) {
+    package static func send(message: String, level: LogLevel, job: JobLogContext) {
         let fields = [
             "MESSAGE=\(TerminalText.escaped(message, lineBreak: " "))", "PRIORITY=\(level.rawValue)",
             "SYSLOG_IDENTIFIER=uploadd", "UPLOAD_JOB_ID=\(job.id)", "UPLOAD_PROTOCOL=\(job.uploadProtocol)",

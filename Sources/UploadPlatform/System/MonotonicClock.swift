@@ -2,12 +2,12 @@ import Glibc
 
 /// CLOCK_MONOTONIC, read straight (no allocation, no Foundation): the clock of libcurl's timers,
 /// of systemd's MONOTONIC_USEC, and of the HTTP thread's stall checks.
-enum MonotonicClock {
-    static func nanoseconds() -> Int64 {
+package enum MonotonicClock {
+    package static func nanoseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
-    static func seconds() -> Double { Double(nanoseconds()) / 1e9 }
+    package static func seconds() -> Double { Double(nanoseconds()) / 1e9 }
 }

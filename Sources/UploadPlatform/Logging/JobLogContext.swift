@@ -2,13 +2,13 @@ import UploadCore
 import UploadWire
 
 /// What a log line about a job carries besides its message.
-struct JobLogContext: Sendable {
-    var id: JobID
-    var uploadProtocol: String
-    var destination: String
-    var state: String
+package struct JobLogContext: Sendable {
+    package var id: JobID
+    package var uploadProtocol: String
+    package var destination: String
+    package var state: String
 
-    init(_ job: Job) {
+    package init(_ job: Job) {
         id = job.id
         uploadProtocol = job.effectiveProtocol.rawValue
         destination = job.spec.destination

@@ -38,9 +38,15 @@ let package = Package(
         .target(
             name: "UploadPlatform", dependencies: ["UploadCore", "UploadWire", "CShims", "CSystemd"],
             swiftSettings: strict),
+        // HTTP over libcurl: the multi loop on its thread, requests and bodies, progress, bandwidth
+        // buckets, RFC 9110's rules, digests. It knows nothing of jobs, protocols or the queue.
+        .target(
+            name: "UploadHTTP",
+            dependencies: ["UploadPlatform", "UploadCore", "UploadWire", "CShims", "CCurl", "COpenSSL"],
+            swiftSettings: strict),
         .target(
             name: "UploadDaemon",
-            dependencies: ["UploadPlatform", "UploadCore", "UploadWire", "CShims", "CCurl", "CSystemd", "COpenSSL"],
+            dependencies: ["UploadHTTP", "UploadPlatform", "UploadCore", "UploadWire", "CShims", "CSystemd"],
             swiftSettings: strict
         ),
         .target(name: "UploadClient", dependencies: ["UploadWire", "CShims"], swiftSettings: strict),
@@ -64,7 +70,7 @@ let package = Package(
         .testTarget(name: "UploadCoreTests", dependencies: ["UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "UploadDaemonTests",
-            dependencies: ["UploadDaemon", "UploadPlatform", "UploadCore", "UploadWire", "TestSupport"]),
+            dependencies: ["UploadDaemon", "UploadHTTP", "UploadPlatform", "UploadCore", "UploadWire", "TestSupport"]),
         .testTarget(
             name: "UploadControlTests", dependencies: ["UploadControl", "UploadClient", "UploadWire", "TestSupport"]),
         .testTarget(

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// Issue 48: servers cap a request's body (nginx's client_max_body_size, 1 MiB by default, in front
 /// of the server: 413; Django's DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MiB: a bare 400). For a chunked

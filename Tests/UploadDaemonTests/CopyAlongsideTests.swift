@@ -7,6 +7,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// Big files copied alongside their upload (`GrowingCopy`, `Scheduler+CopyAlongside`): the upload
 /// starts at once and reads only what is copied; the job reaches the journal, and its add is

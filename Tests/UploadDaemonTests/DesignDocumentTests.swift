@@ -61,7 +61,8 @@ import UploadWire
     }
 
     @Test func everyThreadAndQueueOfTheDaemonIsInTheTable() throws {
-        let code = try Self.sources(under: "Sources/UploadDaemon") + Self.sources(under: "Sources/UploadPlatform")
+        let code = try ["UploadDaemon", "UploadPlatform", "UploadHTTP"].map { try Self.sources(under: "Sources/\($0)") }
+            .joined()
         let named = Set(
             code.matches(of: /(?:NamedThread\.start|DispatchQueue)\((?:label: )?"([^"]+)"/).map { String($0.output.1) })
         let documented = Set(firstColumn(under: "## Threads and queues").filter { $0.hasPrefix("uploadd") })

@@ -5,6 +5,7 @@ import Testing
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// The pool of easy handles, and what a reused handle must not carry over: libcurl's reset has to
 /// forget the credentials of the request before.

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("FileTransfer: the final name only ever holds the whole, unchanged file")
 struct FileTransferTests {

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// What a server may answer a PUT or a POST, without a socket: each answer becomes a failure of
 /// the right kind (retried or not, with the server's Retry-After) or a result.

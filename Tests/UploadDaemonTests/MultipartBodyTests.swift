@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// A multipart body's length is -1 until libcurl works it out: it must still count as a body
 /// (for the global limit and the upload buffer), and as not sent before libcurl knows its size.

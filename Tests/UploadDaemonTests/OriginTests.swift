@@ -4,6 +4,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("Origins: credentials go only where the user sent them")
 struct OriginTests {

@@ -6,6 +6,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 @testable import UploadPlatform
 
 /// A preparation step for these tests, registered as `image`: its options pick what it does, and

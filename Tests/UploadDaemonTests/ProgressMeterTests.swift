@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// The meter's speed and when it is trusted for an ETA, on a scripted clock.
 struct ProgressMeterTests {

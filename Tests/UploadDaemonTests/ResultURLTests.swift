@@ -4,6 +4,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("ResultURL: where the server put the file")
 struct ResultURLTests {

@@ -6,6 +6,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("S3: part sizing")
 struct S3PartSizingTests {

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 @testable import UploadPlatform
 
 /// A scheduler wired to a real journal, snapshot cache and event hub in a temp directory, with a

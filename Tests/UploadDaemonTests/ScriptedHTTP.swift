@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// A server behind the HTTP seam, written as one function from request to answer, which keeps
 /// whatever state it needs. Every request is logged as "METHOD url [Upload-Offset]".

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// The token buckets of the bandwidth limits (issue 49, finding 1: a lowered limit froze uploads
 /// for a minute, paying back the old rate's bytes; issue 51: a global limit ran 35% over).

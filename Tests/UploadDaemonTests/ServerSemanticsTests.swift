@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// Issue 48 without a socket: the folders of a PUT on any WebDAV server, a probe that cannot hang,
 /// RFC 9110's 417, 303 and 307/308 (`HTTPSemantics`), and servers that never answer 100 Continue.

@@ -4,6 +4,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// The worked examples of "Signature Calculations for the Authorization Header: Transferring
 /// Payload in a Single Chunk" in Amazon S3's API reference: credentials AKIAIOSFODNN7EXAMPLE /

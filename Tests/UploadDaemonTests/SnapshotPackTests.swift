@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("SnapshotPack: small copies of one add in one file")
 struct SnapshotPackTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// The HTTP thread's epoll set keeps the sockets of connections libcurl stops watching (parked,
 /// `SocketEvents.watch`): a connection must go on working when it is reused, and a new socket

@@ -5,6 +5,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("SourceFile: reading a job's bytes safely")
 struct SourceFileTests {

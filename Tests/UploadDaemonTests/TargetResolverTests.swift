@@ -4,6 +4,7 @@ import UploadCore
 import UploadWire
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 @Suite("TargetResolver: destinations against the config")
 struct TargetResolverTests {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import UploadDaemon
+@testable import UploadHTTP
 
 /// libcurl's upload buffer: big for big files, no bigger than a small file, a quarter second's
 /// worth under a rate limit, never under libcurl's 16 KiB.

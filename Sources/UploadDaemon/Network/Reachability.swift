@@ -2,7 +2,6 @@ import CShims
 import Foundation
 import Glibc
 import Synchronization
-import UploadPlatform
 
 /// Whether the kernel could reach a destination now, asked without sending a packet: the route it
 /// would take (rtnetlink RTM_GETROUTE) and whether that route's interface is up and has a carrier.

@@ -1,5 +1,4 @@
 import UploadCore
-import UploadPlatform
 import UploadWire
 
 /// One way of preparing a job's source before it is sent (image shrinking is the first). A step

@@ -1,5 +1,6 @@
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// The daemon's protocols: how to make each one's Transfer, what the rest of the daemon asks of

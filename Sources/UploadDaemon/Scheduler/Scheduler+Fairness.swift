@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

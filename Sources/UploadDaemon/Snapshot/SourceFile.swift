@@ -2,6 +2,7 @@ import CShims
 import Glibc
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 
@@ -144,7 +145,15 @@ final class SourceFile: Sendable {
     }
 }
 
-extension SourceFile {
+extension SourceFile: BodyFile {
+    var isBeingCopied: Bool { growing != nil }
+
+    /// Calls `waker` once the copy being made has got past `offset` (never, for a file without one:
+    /// its bytes are always ready).
+    func wake(whenReadyAt offset: Int64, _ waker: @escaping @Sendable () -> Void) {
+        growing?.wake(whenPast: start + offset, waker)
+    }
+
     /// Whether the byte at `offset` can be read now: false only while the copy being made of the
     /// file has not got there yet (`growing`) and the original may not be read instead.
     func isReady(at offset: Int64) -> Bool {
@@ -181,5 +190,15 @@ extension SourceFile {
         var crc: UInt32 = 0
         try forEachPiece(offset: offset, length: length) { crc = CShims_crc32c(crc, $0.baseAddress, $0.count) }
         return crc
+    }
+}
+
+extension SourceFile {
+    /// SHA-256 of the whole file, lowercase hex: what a prepared file is journaled with and
+    /// checked against before it is sent.
+    func sha256Hex() throws(TransferFailure) -> String {
+        let digest = MessageDigest.sha256()
+        try forEachPiece(offset: 0, length: size) { digest.update($0) }
+        return Hex.encode(digest.finish())
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// The largest chunk each origin took, learned from the chunks it refused (`ChunkRefusal`), for

@@ -1,4 +1,5 @@
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// DELETE of an uploaded object (or a tus upload, with `Tus-Resumable`); a 404 or 410 means it is

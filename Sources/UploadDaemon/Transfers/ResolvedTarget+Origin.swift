@@ -1,4 +1,5 @@
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 extension ResolvedTarget {

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

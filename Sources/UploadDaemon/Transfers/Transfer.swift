@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// One upload protocol. The scheduler drives every protocol through this seam, and unit tests

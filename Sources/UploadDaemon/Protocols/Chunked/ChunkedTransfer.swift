@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// The chunked block protocol of the mobile app (contrib/receiver/README.md): an init POST that returns an

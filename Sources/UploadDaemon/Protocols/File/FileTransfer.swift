@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// multipart/form-data POST, the file streamed from disk in one part after the extra fields.

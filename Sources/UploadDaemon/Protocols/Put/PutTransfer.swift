@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// HTTP PUT of the whole file to a URL (WebDAV servers, nginx, presigned URLs). Not resumable: a

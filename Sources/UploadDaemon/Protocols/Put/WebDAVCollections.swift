@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// Makes the folders (collections) a WebDAV PUT needs, the way RFC 4918 servers want it.

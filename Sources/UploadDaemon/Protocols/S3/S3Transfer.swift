@@ -1,6 +1,7 @@
 import CShims
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadPlatform
 import UploadWire
 

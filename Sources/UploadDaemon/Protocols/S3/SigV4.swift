@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// AWS Signature Version 4 for the Authorization header, as S3 checks it.

@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadHTTP
 import UploadWire
 
 /// What a tus server said about itself in answer to OPTIONS.

@@ -9,7 +9,7 @@ import Synchronization
 /// a plain average over a window jumped with each burst a rate limit or a socket buffer lets
 /// through. Before a second has passed since the first byte, it is the average since then, and
 /// not settled (no ETA from it). It is never negative: a body sent again starts the meter over.
-final class ProgressMeter: Sendable {
+package final class ProgressMeter: Sendable {
     private struct Samples {
         /// When the first byte of this attempt (or of the body sent again) reached the wire, and
         /// the bytes counted before it.
@@ -36,17 +36,17 @@ final class ProgressMeter: Sendable {
     private static let sampleInterval: UInt64 = 250_000_000
     /// A rate-limited or slow-starting upload sends in bursts: the first second's speed says little,
     /// and an ETA made from it jumps (3 s, then 15 s, then 6 s). No ETA before this much has passed.
-    static let settleTime: UInt64 = 1_000_000_000
+    package static let settleTime: UInt64 = 1_000_000_000
 
     /// `now` is the monotonic clock in nanoseconds; tests pass their own.
-    init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.now = now
     }
 
     /// Bytes sent on the wire during this attempt.
-    var bytesSent: Int64 { sent.load(ordering: .relaxed) }
+    package var bytesSent: Int64 { sent.load(ordering: .relaxed) }
 
-    func add(_ count: Int) {
+    package func add(_ count: Int) {
         let total = sent.add(Int64(count), ordering: .relaxed).newValue
         samples.withLock { samples in
             // Read under the lock, so that no sample is ever newer than `now` (unsigned differences).
@@ -62,7 +62,7 @@ final class ProgressMeter: Sendable {
 
     /// Forgets bytes that will be sent again (a rewound request): the speed starts over. With a
     /// `reason`, the job's bar says why meanwhile ("sending again: ...").
-    func rewind(by count: Int64, because reason: String? = nil) {
+    package func rewind(by count: Int64, because reason: String? = nil) {
         sent.subtract(count, ordering: .relaxed)
         samples.withLock { samples in
             let note = reason ?? samples.note
@@ -72,18 +72,18 @@ final class ProgressMeter: Sendable {
     }
 
     /// The body is sent again from its start, for `reason`.
-    func restart(because reason: String) {
+    package func restart(because reason: String) {
         rewind(by: bytesSent, because: reason)
     }
 
     /// Why the body is being sent again, if it is.
-    var note: String? { samples.withLock { $0.note } }
+    package var note: String? { samples.withLock { $0.note } }
 
     /// Bytes per second lately; zero when nothing moved lately.
-    var speed: Double { reading.speed }
+    package var speed: Double { reading.speed }
 
     /// The speed, and whether it has been measured long enough to predict the time left.
-    var reading: (speed: Double, settled: Bool) {
+    package var reading: (speed: Double, settled: Bool) {
         let current = bytesSent
         return samples.withLock { samples in
             let now = self.now()

@@ -4,11 +4,11 @@ import UploadWire
 
 /// A streaming message digest from libcrypto (EVP), for checksums protocols ask for by name
 /// (tus's Upload-Checksum: sha1, sha256, md5, ...).
-final class MessageDigest {
+package final class MessageDigest {
     private let context: OpaquePointer
 
     /// Nil when libcrypto does not know the algorithm.
-    init?(algorithm name: String) {
+    package init?(algorithm name: String) {
         guard let digest = EVP_get_digestbyname(name), let context = EVP_MD_CTX_new() else { return nil }
         guard EVP_DigestInit_ex(context, digest, nil) == 1 else {
             EVP_MD_CTX_free(context)
@@ -18,18 +18,18 @@ final class MessageDigest {
     }
 
     /// SHA-256, which libcrypto always has.
-    static func sha256() -> MessageDigest {
+    package static func sha256() -> MessageDigest {
         guard let digest = MessageDigest(algorithm: "sha256") else { fatalError("libcrypto has no SHA-256") }
         return digest
     }
 
     deinit { EVP_MD_CTX_free(context) }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
     }
 
-    func finish() -> [UInt8] {
+    package func finish() -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         _ = EVP_DigestFinal_ex(context, &output, &length)
@@ -37,7 +37,8 @@ final class MessageDigest {
     }
 
     /// The digest of a region of a file, read in pieces.
-    static func of(_ file: SourceFile, offset: Int64, length: Int64, algorithm: String) throws(TransferFailure)
+    package static func of(_ file: any BodyFile, offset: Int64, length: Int64, algorithm: String)
+        throws(TransferFailure)
         -> [UInt8]?
     {
         guard let digest = MessageDigest(algorithm: algorithm) else { return nil }
@@ -48,13 +49,3 @@ final class MessageDigest {
 
 @available(*, unavailable)
 extension MessageDigest: Sendable {}
-
-extension SourceFile {
-    /// SHA-256 of the whole file, lowercase hex: what a prepared file is journaled with and
-    /// checked against before it is sent.
-    func sha256Hex() throws(TransferFailure) -> String {
-        let digest = MessageDigest.sha256()
-        try forEachPiece(offset: 0, length: size) { digest.update($0) }
-        return Hex.encode(digest.finish())
-    }
-}

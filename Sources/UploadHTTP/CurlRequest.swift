@@ -10,11 +10,11 @@ import UploadWire
 ///
 /// Threading: built on the caller's thread, then owned by the HTTP thread from `submit` until it
 /// finishes; only `isCanceled` is touched from other threads.
-final class CurlRequest {
-    let request: HTTPRequest
-    let handle: UnsafeMutableRawPointer
-    let isCanceled = Atomic<Bool>(false)
-    var continuation: CheckedContinuation<HTTPResponse, any Error>?
+package final class CurlRequest {
+    package let request: HTTPRequest
+    package let handle: UnsafeMutableRawPointer
+    package let isCanceled = Atomic<Bool>(false)
+    package var continuation: CheckedContinuation<HTTPResponse, any Error>?
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var mime: OpaquePointer?
@@ -56,7 +56,7 @@ final class CurlRequest {
 
     /// `sharedLimit`: the global bandwidth limit when the request is made, which sizes the upload
     /// buffer as its own limit does (the buffer cannot change once the transfer runs).
-    init(_ request: HTTPRequest, meter: ProgressMeter?, sharedLimit: Int64? = nil) throws(TransferFailure) {
+    package init(_ request: HTTPRequest, meter: ProgressMeter?, sharedLimit: Int64? = nil) throws(TransferFailure) {
         guard let handle = EasyHandlePool.take() else { throw .network("libcurl could not create a handle") }
         self.request = request
         self.handle = handle
@@ -76,12 +76,12 @@ final class CurlRequest {
 
     /// Whether it uploads a body (a share of the global bandwidth limit goes to those only; a
     /// multipart body's length is -1 until libcurl works it out, and it counts).
-    var sendsBody: Bool { request.body.sizeHint > 0 }
+    package var sendsBody: Bool { request.body.sizeHint > 0 }
 
     /// Puts the request under the bandwidth limits: the global `budget` and its own
     /// `sendRate`. On the HTTP thread, before the handle is added. A body already in memory
     /// with the head (made before a limit was set) is counted against them as it goes.
-    func pace(with budget: SendBudget) {
+    package func pace(with budget: SendBudget) {
         guard sendsBody else { return }
         let now = MonotonicClock.seconds()
         let pacer = SendPacer(budget: budget, own: request.sendRate)
@@ -93,13 +93,13 @@ final class CurlRequest {
     }
 
     /// The socket libcurl moves this request's bytes on (a kept connection's too).
-    func uses(_ socket: Int32) {
+    package func uses(_ socket: Int32) {
         guard connectionSocket?.fd != socket else { return }
         connectionSocket = (socket, CShims_socket_inode(socket))
     }
 
     /// Seconds until a read held by the bandwidth limits may go; nil when none is held.
-    func secondsUntilSendAllowed(at now: Double) -> Double? {
+    package func secondsUntilSendAllowed(at now: Double) -> Double? {
         guard let pacer, readers.contains(where: \.waitsForBandwidth) else { return nil }
         return pacer.secondsUntilAllowed(at: now)
     }
@@ -111,21 +111,21 @@ final class CurlRequest {
     /// buffer went out at once and then nothing moved for four seconds, which the stall detector
     /// took for a dead connection, and progress jumped in 2 MiB steps. A small file's request
     /// allocated 2 MiB of its own, mapped and unmapped for each file.
-    static func uploadBufferSize(rateLimit: Int64?, bodyLength: Int64) -> Int {
+    package static func uploadBufferSize(rateLimit: Int64?, bodyLength: Int64) -> Int {
         let wanted = rateLimit.map { min(2 << 20, $0 / 4) } ?? 2 << 20
         return Int(max(16 << 10, min(wanted, bodyLength)))
     }
 
     /// Unpauses the request when a body paused for bytes not yet copied can go on (on the HTTP
     /// thread, between calls to curl_multi_perform); else `wake` comes when it may.
-    func resumeReadingIfReady(wake: @escaping @Sendable () -> Void) {
+    package func resumeReadingIfReady(wake: @escaping @Sendable () -> Void) {
         for reader in readers where reader.resumeIfReady(wake: wake) {
             _ = curl_easy_pause(handle, CCurl_PAUSE_CONT)
         }
     }
 
     /// The failure of a finished transfer, or nil when it got an answer.
-    func failure(for code: CURLcode) -> TransferFailure? {
+    package func failure(for code: CURLcode) -> TransferFailure? {
         if code == CURLE_OK { return nil }
         // A request that wanted the head alone stopped at the body's first byte: it got its answer.
         if code == CURLE_WRITE_ERROR && request.headersOnly && headersComplete { return nil }
@@ -160,18 +160,18 @@ final class CurlRequest {
         }
     }
 
-    var status: Int {
+    package var status: Int {
         var code = 0
         _ = CCurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
         return code
     }
 
-    func response() -> HTTPResponse {
+    package func response() -> HTTPResponse {
         HTTPResponse(status: status, headers: responseHeaders, body: responseBody, statusLines: statusLines)
     }
 
     /// The failure of a transfer libcurl called a success, when its answer was cut short.
-    var incompleteAnswer: TransferFailure? {
+    package var incompleteAnswer: TransferFailure? {
         guard !headersComplete else { return nil }
         return .network(
             "\(request.method) \(Redaction.redactURL(request.url)): the connection closed before the answer's headers ended"
@@ -184,7 +184,7 @@ final class CurlRequest {
     /// The progress callback's checks for a transfer libcurl has not run for a second: its socket
     /// is not ready (a dead link, a server that stopped reading), so libcurl calls nothing of it.
     /// True: the HTTP thread ends it, with `failure(for: CURLE_ABORTED_BY_CALLBACK)`.
-    func shouldAbortWhileIdle() -> Bool {
+    package func shouldAbortWhileIdle() -> Bool {
         shouldAbort(
             handedOver: lastCounts.handedOver, uploaded: lastCounts.uploaded, uploadTotal: lastCounts.uploadTotal)
     }
@@ -378,7 +378,7 @@ final class CurlRequest {
         case (_, .bytes(let bytes)):
             attachBody(BodyReader(.bytes(bytes)))
         case (_, .file(let region))
-        where region.file.growing == nil
+        where !region.file.isBeingCopied
             && sendsWithHead(length: Int(clamping: region.length), sharedLimit: sharedLimit):
             try attachBodyToHead(length: Int(region.length)) { buffer throws(TransferFailure) in
                 try Self.readWhole(region, into: buffer)
@@ -416,7 +416,7 @@ final class CurlRequest {
     /// POSTFIELDS under 64 KiB to the head it sends, where a body from the read callback goes in
     /// a send of its own. For a small file that was two sends, two segments and two wake-ups of
     /// the server where one does.
-    static let headBodyLimit = 64 << 10
+    package static let headBodyLimit = 64 << 10
 
     /// Whether a body of `length` bytes goes out with the head: when it is short, and sent at full
     /// speed (a rate limit paces the bytes libcurl reads, which these are not).

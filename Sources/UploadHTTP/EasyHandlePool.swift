@@ -9,12 +9,12 @@ import Synchronization
 /// so a folder of small files reuses them instead of allocating and freeing ~100 KiB per file.
 /// The reset forgets every option, credentials included: nothing of one request reaches the next.
 /// Connections are the multi handle's, not the easy handle's, and are reused either way.
-enum EasyHandlePool {
+package enum EasyHandlePool {
     /// At least as many as run at once when files are small (the scheduler's
     /// `TransferSlots.widest`, which `EasyHandlePoolTests` holds to it).
-    static let capacity = 8
+    package static let capacity = 8
     /// A handle whose upload buffer is bigger goes away: kept, it would hold up to 2 MiB unused.
-    static let largestKeptUploadBuffer = 64 << 10
+    package static let largestKeptUploadBuffer = 64 << 10
 
     /// An idle handle, owned by the pool; whoever takes it owns it, and it is used by one thread at
     /// a time (libcurl's rule for easy handles).
@@ -25,7 +25,7 @@ enum EasyHandlePool {
     private static let idle = Mutex<[IdleHandle]>([])
 
     /// A reset handle from the pool, or a new one; nil when libcurl cannot make one.
-    static func take() -> UnsafeMutableRawPointer? {
+    package static func take() -> UnsafeMutableRawPointer? {
         if let kept = idle.withLock({ $0.popLast() }) { return kept.pointer }
         return curl_easy_init()
     }
@@ -34,7 +34,7 @@ enum EasyHandlePool {
     /// when there is room and its upload buffer is small, else cleaned up. `freeAttachments` frees
     /// what the request's options pointed to (headers, MIME parts, error buffer): it runs once the
     /// handle has forgotten them, and before another request can take the handle.
-    static func giveBack(
+    package static func giveBack(
         _ handle: UnsafeMutableRawPointer, uploadBufferSize: Int, freeAttachments: () -> Void
     ) {
         guard uploadBufferSize <= largestKeptUploadBuffer else {
@@ -53,10 +53,10 @@ enum EasyHandlePool {
     }
 
     /// How many wait in the pool now.
-    static var idleCount: Int { idle.withLock { $0.count } }
+    package static var idleCount: Int { idle.withLock { $0.count } }
 
     /// Cleans up every idle handle (the queue went idle: their buffers go back to the allocator).
-    static func drain() {
+    package static func drain() {
         let drained = idle.withLock { idle in
             defer { idle.removeAll() }
             return idle

@@ -10,7 +10,7 @@ import UploadPlatform
 /// `curl_multi_socket_action` is then told which socket is ready for what, where
 /// `curl_multi_perform` would check every transfer's socket with a poll of its own: with many small
 /// uploads that was 15 polls a file, now about 2 (libcurl's "hiperfifo" example works the same way).
-final class SocketEvents: @unchecked Sendable {
+package final class SocketEvents: @unchecked Sendable {
     // Invariant: everything but `wake()` is used by the HTTP thread only (libcurl calls the
     // callbacks from inside curl_multi_socket_action and curl_multi_add_handle, on that thread).
     private let epoll: Int32
@@ -23,7 +23,7 @@ final class SocketEvents: @unchecked Sendable {
     /// Sockets libcurl stopped watching that were left in the epoll set, by number (`watch`).
     private var parked: [Bool] = []
 
-    init() {
+    package init() {
         epoll = CShims_epoll_create()
         wakeFD = CShims_eventfd()
         precondition(epoll >= 0 && wakeFD >= 0, "epoll_create1 or eventfd failed: errno \(errno)")
@@ -39,7 +39,7 @@ final class SocketEvents: @unchecked Sendable {
     private var multi: UnsafeMutableRawPointer?
 
     /// Has libcurl tell this object what to watch and when to time out.
-    func attach(to multi: UnsafeMutableRawPointer) {
+    package func attach(to multi: UnsafeMutableRawPointer) {
         self.multi = multi
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = CCurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
@@ -49,14 +49,14 @@ final class SocketEvents: @unchecked Sendable {
     }
 
     /// Wakes the HTTP thread from `wait`; safe from any thread.
-    func wake() {
+    package func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
 
     /// Whether libcurl's timeout is due (it wants `CURL_SOCKET_TIMEOUT` handled). The timer is
     /// one-shot: taking it clears it, and libcurl sets the next one while it handles this one.
-    func takeDueTimeout() -> Bool {
+    package func takeDueTimeout() -> Bool {
         guard let timerDeadline, timerDeadline <= Self.nowMillis() else { return false }
         self.timerDeadline = nil
         return true
@@ -65,7 +65,7 @@ final class SocketEvents: @unchecked Sendable {
     /// Waits until a socket is ready, the thread is woken, libcurl's timeout is due, or
     /// `longest` ms have passed (0: only looks; -1: no limit of its own). Calls `ready` with each
     /// socket ready and its CURL_CSELECT_* bits for curl_multi_socket_action.
-    func wait(longest: Int32, ready: (_ socket: Int32, _ bits: Int32) -> Void) {
+    package func wait(longest: Int32, ready: (_ socket: Int32, _ bits: Int32) -> Void) {
         var timeout = longest
         if let timerDeadline {
             let untilTimer = max(0, timerDeadline - Self.nowMillis())

@@ -5,12 +5,12 @@ import Foundation
 /// Credentials and the user's headers go only to the origin the user named, as curl's
 /// `--location` does without `--location-trusted`; a server cannot send them elsewhere by naming
 /// another host in a tus `Location` or in the JSON of its answer.
-struct Origin: Equatable, CustomStringConvertible {
-    var scheme: String
-    var host: String
-    var port: Int
+package struct Origin: Equatable, CustomStringConvertible {
+    package var scheme: String
+    package var host: String
+    package var port: Int
 
-    init?(_ url: String) {
+    package init?(_ url: String) {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             let host = components.host?.lowercased(), !host.isEmpty
         else { return nil }
@@ -25,5 +25,5 @@ struct Origin: Equatable, CustomStringConvertible {
         self.port = components.port ?? defaultPort
     }
 
-    var description: String { "\(scheme)://\(host):\(port)" }
+    package var description: String { "\(scheme)://\(host):\(port)" }
 }

@@ -6,23 +6,23 @@ import UploadWire
 /// Streams one request body (or one multipart file part) to libcurl's read callback.
 ///
 /// Used only on the HTTP thread once the request is submitted.
-final class BodyReader {
-    enum Source {
+package final class BodyReader {
+    package enum Source {
         case bytes([UInt8])
         case file(FileRegion)
     }
 
-    let source: Source
+    package let source: Source
     private(set) var position: Int64 = 0
     /// Set when the source file could not be read or has changed, so the failure names the file,
     /// not libcurl.
     private(set) var readError: TransferFailure?
 
-    init(_ source: Source) {
+    package init(_ source: Source) {
         self.source = source
     }
 
-    var length: Int64 {
+    package var length: Int64 {
         switch source {
         case .bytes(let bytes): return Int64(bytes.count)
         case .file(let region): return region.length
@@ -32,17 +32,17 @@ final class BodyReader {
     /// What `read` returns when the next bytes of the file are not copied yet (`GrowingCopy`), or
     /// may not be sent yet (the bandwidth limit): the request pauses (CURL_READFUNC_PAUSE) until
     /// `resumeIfReady` finds them there, or allowed.
-    static let notReady = -2
+    package static let notReady = -2
     /// Whether the last `read` returned `notReady`, and whether a wake-up is asked for since.
     private(set) var waitsForCopy = false
     private var wakeArmed = false
     /// What the bandwidth limits allow this request to send (set on the HTTP thread before the
     /// transfer starts), and whether the last `read` was held by them.
-    var pacer: SendPacer?
+    package var pacer: SendPacer?
     private(set) var waitsForBandwidth = false
 
     /// Copies the next bytes into `buffer`; 0 at the end; -1 on a read error; `notReady`.
-    func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
+    package func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
         var wanted = Int(min(Int64(capacity), length - position))
         guard wanted > 0 else { return 0 }
         var now = 0.0
@@ -91,7 +91,7 @@ final class BodyReader {
 
     /// For a reader paused by `notReady`: true once its next bytes are copied (the caller then
     /// unpauses the request); else `wake` is called when they may be, once per pause.
-    func resumeIfReady(wake: @escaping @Sendable () -> Void) -> Bool {
+    package func resumeIfReady(wake: @escaping @Sendable () -> Void) -> Bool {
         if waitsForBandwidth {
             guard let pacer, pacer.secondsUntilAllowed(at: MonotonicClock.seconds()) == 0 else { return false }
             waitsForBandwidth = false
@@ -104,15 +104,15 @@ final class BodyReader {
             wakeArmed = false
             return true
         }
-        if !wakeArmed, let growing = region.file.growing {
+        if !wakeArmed {
             wakeArmed = true
-            growing.wake(whenPast: region.file.start + offset, wake)
+            region.file.wake(whenReadyAt: offset, wake)
         }
         return false
     }
 
     /// Moves to `offset` (libcurl rewinds to resend a body).
-    func seek(to offset: Int64) -> Bool {
+    package func seek(to offset: Int64) -> Bool {
         guard offset >= 0, offset <= length else { return false }
         position = offset
         return true

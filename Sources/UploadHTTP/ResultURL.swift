@@ -1,10 +1,10 @@
 import Foundation
 
 /// Finds the uploaded file's URL in a server's answer.
-enum ResultURL {
+package enum ResultURL {
     /// Looks at `pointer` (a JSON pointer such as `/data/url`) when given, else at `url`, `fileUrl`
     /// and `location`, at the top level or under `data`; else at the Location header.
-    static func find(body: [UInt8], location: String?, pointer: String?) -> String? {
+    package static func find(body: [UInt8], location: String?, pointer: String?) -> String? {
         if let json = try? JSONSerialization.jsonObject(with: Data(body)) {
             if let pointer {
                 if let url = resolve(pointer, in: json) as? String { return url }
@@ -19,7 +19,7 @@ enum ResultURL {
         return location
     }
 
-    static func resolve(_ pointer: String, in json: Any) -> Any? {
+    package static func resolve(_ pointer: String, in json: Any) -> Any? {
         var current: Any? = json
         for token in pointer.split(separator: "/", omittingEmptySubsequences: true) {
             let key = token.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")

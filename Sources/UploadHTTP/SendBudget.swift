@@ -10,12 +10,12 @@ import UploadPlatform
 /// during an upload (10M to 200K) left the handle owing the old rate's bytes: it sent nothing
 /// for a minute, which the stall detector took for a dead connection. Tokens are never owed from
 /// an old rate: a new rate starts from what the bucket holds, capped to the new size.
-struct TokenBucket {
+package struct TokenBucket {
     private(set) var rate: Int64
     private var tokens: Double
     private var refilledAt: Double
 
-    init(rate: Int64, now: Double) {
+    package init(rate: Int64, now: Double) {
         self.rate = max(rate, 1)
         tokens = Self.capacity(self.rate)
         refilledAt = now
@@ -23,24 +23,24 @@ struct TokenBucket {
 
     /// A tenth of a second's worth, at least 16 KiB (a few libcurl reads) unless that is over a
     /// second's worth: a limit holds within a few percent over any few seconds.
-    static func capacity(_ rate: Int64) -> Double {
+    package static func capacity(_ rate: Int64) -> Double {
         Double(max(rate / 10, min(rate, 16 << 10)))
     }
 
     /// Bytes that may be sent now (whole, never negative).
-    mutating func available(at now: Double) -> Int {
+    package mutating func available(at now: Double) -> Int {
         refill(at: now)
         return tokens >= 1 ? Int(tokens) : 0
     }
 
     /// `count` bytes were sent (or are owed: a body sent whole may take the bucket below zero).
-    mutating func take(_ count: Int, at now: Double) {
+    package mutating func take(_ count: Int, at now: Double) {
         refill(at: now)
         tokens -= Double(count)
     }
 
     /// Seconds until `count` bytes may be sent.
-    mutating func secondsUntil(_ count: Int, at now: Double) -> Double {
+    package mutating func secondsUntil(_ count: Int, at now: Double) -> Double {
         refill(at: now)
         let missing = Double(count) - tokens
         return missing <= 0 ? 0 : missing / Double(rate)
@@ -48,7 +48,7 @@ struct TokenBucket {
 
     /// A new rate from now on: what the bucket holds stays, up to the new size, and no debt of
     /// the old rate is carried over.
-    mutating func setRate(_ newRate: Int64, at now: Double) {
+    package mutating func setRate(_ newRate: Int64, at now: Double) {
         refill(at: now)
         rate = max(newRate, 1)
         tokens = min(max(tokens, 0), Self.capacity(rate))
@@ -64,13 +64,13 @@ struct TokenBucket {
 
 /// The global bandwidth limit (`uploadctl limit`): one bucket all requests that send a body take
 /// from. Used by the HTTP thread only.
-final class SendBudget {
+package final class SendBudget {
     fileprivate(set) var bucket: TokenBucket?
     /// Requests sending a body now: a read takes at most an equal share of a full bucket, so that
     /// the first request woken cannot take all of it each time.
-    var senders = 1
+    package var senders = 1
 
-    func setLimit(_ rate: Int64?, at now: Double) {
+    package func setLimit(_ rate: Int64?, at now: Double) {
         guard let rate else {
             bucket = nil
             return
@@ -83,7 +83,7 @@ final class SendBudget {
     }
 
     /// The most one read may take now.
-    var shareOfAFullBucket: Int {
+    package var shareOfAFullBucket: Int {
         guard let bucket else { return .max }
         return max(Int(TokenBucket.capacity(bucket.rate)) / max(senders, 1), 4 << 10)
     }
@@ -96,49 +96,51 @@ extension SendBudget: Sendable {}
 /// from, made once per attempt. A bucket per request started each request full: a tus upload in
 /// 1 MiB chunks under `rate_limit = 12M` sent every chunk whole at once, a tenth of a second's
 /// bucket being larger than the chunk, and went at the server's speed.
-final class TransferRate: Sendable, Equatable {
-    let bytesPerSecond: Int64
+package final class TransferRate: Sendable, Equatable {
+    package let bytesPerSecond: Int64
     private let bucket: Mutex<TokenBucket>
 
-    init(bytesPerSecond: Int64, now: Double = MonotonicClock.seconds()) {
+    package init(bytesPerSecond: Int64, now: Double = MonotonicClock.seconds()) {
         self.bytesPerSecond = bytesPerSecond
         bucket = Mutex(TokenBucket(rate: bytesPerSecond, now: now))
     }
 
-    func available(at now: Double) -> Int { bucket.withLock { $0.available(at: now) } }
-    func take(_ count: Int, at now: Double) { bucket.withLock { $0.take(count, at: now) } }
-    func secondsUntil(_ count: Int, at now: Double) -> Double { bucket.withLock { $0.secondsUntil(count, at: now) } }
+    package func available(at now: Double) -> Int { bucket.withLock { $0.available(at: now) } }
+    package func take(_ count: Int, at now: Double) { bucket.withLock { $0.take(count, at: now) } }
+    package func secondsUntil(_ count: Int, at now: Double) -> Double {
+        bucket.withLock { $0.secondsUntil(count, at: now) }
+    }
 
     /// Two targets with the same limit are the same target, whoever's bucket it is.
-    static func == (lhs: TransferRate, rhs: TransferRate) -> Bool { lhs.bytesPerSecond == rhs.bytesPerSecond }
+    package static func == (lhs: TransferRate, rhs: TransferRate) -> Bool { lhs.bytesPerSecond == rhs.bytesPerSecond }
 }
 
 /// What one request may send now: the global budget and its own limit (`rate_limit`) together.
 /// Its body readers ask before each read; a read that gets nothing pauses the request, and the
 /// HTTP thread resumes it once bytes may go (`CurlRequest.resumeReadingIfReady`). Used by the
 /// HTTP thread only.
-final class SendPacer {
+package final class SendPacer {
     private let budget: SendBudget
     private let own: TransferRate?
     /// When a read last found no bytes allowed (monotonic seconds): the request is then held by
     /// uploadd, not by the server, and the stall and minimum-speed checks must not count it.
     private(set) var heldAt: Double?
 
-    init(budget: SendBudget, own: TransferRate?) {
+    package init(budget: SendBudget, own: TransferRate?) {
         self.budget = budget
         self.own = own
     }
 
     /// Whether anything limits this request at all.
-    var isLimited: Bool { own != nil || budget.bucket != nil }
+    package var isLimited: Bool { own != nil || budget.bucket != nil }
 
     /// The lowest rate that applies to it (nil: none).
-    var rate: Int64? {
+    package var rate: Int64? {
         [own?.bytesPerSecond, budget.bucket.map { $0.rate / Int64(max(budget.senders, 1)) }].compactMap { $0 }.min()
     }
 
     /// Bytes the next read may take, at most `wanted`; 0 holds the request.
-    func allowance(_ wanted: Int, at now: Double) -> Int {
+    package func allowance(_ wanted: Int, at now: Double) -> Int {
         var allowed = wanted
         if budget.bucket != nil {
             allowed = min(allowed, budget.bucket!.available(at: now), budget.shareOfAFullBucket)
@@ -149,7 +151,7 @@ final class SendPacer {
     }
 
     /// `count` bytes were read for sending (or sent whole with the request's head).
-    func spend(_ count: Int, at now: Double) {
+    package func spend(_ count: Int, at now: Double) {
         guard count > 0 else { return }
         budget.bucket?.take(count, at: now)
         own?.take(count, at: now)
@@ -158,7 +160,7 @@ final class SendPacer {
     /// Seconds until a read worth waking for may go (for the HTTP thread's wait), 0 when it may
     /// now: 16 KiB, or a bucket's whole size when that is smaller, so that a held request is not
     /// woken for every few bytes.
-    func secondsUntilAllowed(at now: Double) -> Double {
+    package func secondsUntilAllowed(at now: Double) -> Double {
         var seconds = 0.0
         if let rate = budget.bucket?.rate {
             let step = min(16 << 10, Int(TokenBucket.capacity(rate)))
@@ -172,7 +174,7 @@ final class SendPacer {
     }
 
     /// Whether uploadd held this request at some point in the last `seconds`.
-    func wasHeld(within seconds: Double, at now: Double) -> Bool {
+    package func wasHeld(within seconds: Double, at now: Double) -> Bool {
         guard let heldAt else { return false }
         return now - heldAt <= seconds
     }

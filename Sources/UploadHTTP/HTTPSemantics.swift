@@ -16,25 +16,25 @@ import UploadWire
 ///   bodies go to it without `Expect`.
 ///
 /// 301, 302 and 303 are the transfers' to read (a POST's 303 names the uploaded file).
-final class HTTPSemantics: HTTPSending {
-    let inner: any HTTPSending
-    static let maxRedirects = 5
+package final class HTTPSemantics: HTTPSending {
+    package let inner: any HTTPSending
+    package static let maxRedirects = 5
     /// Bodies from this size on are sent with `Expect: 100-continue` (`CurlRequest` drops it for
     /// smaller ones).
-    static let expectThreshold: Int64 = 1 << 20
+    package static let expectThreshold: Int64 = 1 << 20
 
     /// Origins that never answered 100 Continue, or refused `Expect` with 417.
     private let withoutExpect = Mutex(Set<String>())
 
-    init(_ inner: any HTTPSending) { self.inner = inner }
+    package init(_ inner: any HTTPSending) { self.inner = inner }
 
     /// Whether bodies to the origin of `url` are sent without `Expect`.
-    func sendsWithoutExpect(to url: String) -> Bool {
+    package func sendsWithoutExpect(to url: String) -> Bool {
         guard let origin = Origin(url) else { return false }
         return withoutExpect.withLock { $0.contains(origin.description) }
     }
 
-    func send(_ original: HTTPRequest, meter: ProgressMeter?) async throws -> HTTPResponse {
+    package func send(_ original: HTTPRequest, meter: ProgressMeter?) async throws -> HTTPResponse {
         var request = original
         // An `Expect` the caller set is theirs: not touched, nor learnt from.
         let callerSetExpect = original.headers.contains { $0.name.lowercased() == "expect" }
@@ -78,15 +78,15 @@ final class HTTPSemantics: HTTPSending {
     }
 
     /// `Expect:` with no value: libcurl then sends none.
-    static let noExpect = KeyValue(name: "Expect", value: "")
+    package static let noExpect = KeyValue(name: "Expect", value: "")
 
     /// Whether libcurl sends `Expect: 100-continue` with this request (HTTP/1.1, a body of 1 MiB or more).
-    static func sendsExpect(_ request: HTTPRequest) -> Bool {
+    package static func sendsExpect(_ request: HTTPRequest) -> Bool {
         request.method != "HEAD" && request.body.sizeHint >= expectThreshold
     }
 
     /// The absolute URL a 307 or 308 names, when it is on the same origin as `url`; else nil.
-    static func sameOriginRedirect(from url: String, location: String?) -> String? {
+    package static func sameOriginRedirect(from url: String, location: String?) -> String? {
         guard let location, !location.isEmpty, let base = URL(string: url),
             let next = URL(string: location, relativeTo: base)?.absoluteString,
             let from = Origin(url), let to = Origin(next), from == to

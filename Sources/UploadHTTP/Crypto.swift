@@ -2,11 +2,11 @@ import COpenSSL
 import Foundation
 
 /// SHA-256 and HMAC-SHA256 from OpenSSL's libcrypto, for AWS Signature Version 4.
-enum Crypto {
-    static let sha256Length = 32
+package enum Crypto {
+    package static let sha256Length = 32
 
     /// The SHA-256 digest of `bytes`. The corresponding C call is `EVP_Digest`.
-    static func sha256<Bytes: ContiguousBytes>(_ bytes: Bytes) -> [UInt8] {
+    package static func sha256<Bytes: ContiguousBytes>(_ bytes: Bytes) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: sha256Length)
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { input in
@@ -20,10 +20,10 @@ enum Crypto {
         return digest
     }
 
-    static func sha256(_ text: String) -> [UInt8] { sha256(Array(text.utf8)) }
+    package static func sha256(_ text: String) -> [UInt8] { sha256(Array(text.utf8)) }
 
     /// The HMAC-SHA256 of `data` under `key`. The corresponding C call is `HMAC`.
-    static func hmacSHA256<Key: ContiguousBytes, Data: ContiguousBytes>(key: Key, data: Data) -> [UInt8] {
+    package static func hmacSHA256<Key: ContiguousBytes, Data: ContiguousBytes>(key: Key, data: Data) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: sha256Length)
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { keyBytes in
@@ -44,16 +44,16 @@ enum Crypto {
         return mac
     }
 
-    static func hmacSHA256<Key: ContiguousBytes>(key: Key, _ text: String) -> [UInt8] {
+    package static func hmacSHA256<Key: ContiguousBytes>(key: Key, _ text: String) -> [UInt8] {
         hmacSHA256(key: key, data: Array(text.utf8))
     }
 }
 
 /// Lowercase hexadecimal, as SigV4 writes digests and signatures.
-enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var characters: [UInt8] = []
         characters.reserveCapacity(64)
         for byte in bytes {
@@ -65,11 +65,11 @@ enum Hex {
 }
 
 /// Standard base64 with padding, as S3's checksum headers carry it.
-enum Base64 {
-    static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+package enum Base64 {
+    package static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
     /// The four big-endian bytes of a 32-bit checksum, base64-encoded (`x-amz-checksum-crc32c`).
-    static func encodeBigEndian(_ value: UInt32) -> String {
+    package static func encodeBigEndian(_ value: UInt32) -> String {
         encode([UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)])
     }
 }

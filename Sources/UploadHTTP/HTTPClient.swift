@@ -14,7 +14,7 @@ import UploadWire
 /// It is a task executor too: a task that prefers it (`Task(executorPreference:)`, a small file's
 /// attempt) runs on the HTTP thread between transfer steps, so its requests are handed over and
 /// their answers resumed without waking another thread.
-final class HTTPClient: TaskExecutor, Sendable {
+package final class HTTPClient: TaskExecutor, Sendable {
     private enum Command: Sendable {
         case add(UncheckedTransfer)
         case cancel(ObjectIdentifier)
@@ -42,11 +42,11 @@ final class HTTPClient: TaskExecutor, Sendable {
     private let threadID = Atomic<UInt>(0)
 
     /// Call once at start-up, before any thread uses libcurl.
-    static func globalInit() {
+    package static func globalInit() {
         curl_global_init(CCurl_GLOBAL_ALL)
     }
 
-    init() {
+    package init() {
         multi = MultiHandle()
         socketEvents.attach(to: multi.pointer)
         NamedThread.start("uploadd-http") { [self] in run() }
@@ -54,7 +54,7 @@ final class HTTPClient: TaskExecutor, Sendable {
 
     /// Sends a request and returns the server's answer, whatever its status. Throws a
     /// `TransferFailure` when no answer came (network, TLS, stall) and CancellationError when canceled.
-    func send(_ request: HTTPRequest, meter: ProgressMeter? = nil) async throws -> HTTPResponse {
+    package func send(_ request: HTTPRequest, meter: ProgressMeter? = nil) async throws -> HTTPResponse {
         let limit = sharedLimit.load(ordering: .relaxed)
         let curlRequest = try CurlRequest(request, meter: meter, sharedLimit: limit > 0 ? limit : nil)
         let transfer = UncheckedTransfer(curlRequest)
@@ -72,13 +72,13 @@ final class HTTPClient: TaskExecutor, Sendable {
 
     /// A limit on all uploads together, bytes per second (nil: none), shared equally among the
     /// requests sending a body, within each one's own limit. Running uploads follow within a second.
-    func setBandwidthLimit(_ rate: Int64?) {
+    package func setBandwidthLimit(_ rate: Int64?) {
         sharedLimit.store(rate ?? 0, ordering: .relaxed)
         post(.limit(rate))
     }
 
     /// Finishes every request with a cancellation and stops the thread.
-    func shutdown() {
+    package func shutdown() {
         post(.stop)
         stopped.wait()
     }
@@ -89,7 +89,7 @@ final class HTTPClient: TaskExecutor, Sendable {
     }
 
     /// Runs a task that prefers this executor on the HTTP thread, at its next turn.
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let stopped = inbox.withLock { inbox in
             if !inbox.stopped { inbox.jobs.append(job) }

@@ -13,7 +13,7 @@ enum SocketActivation {
         guard count > 0 else { return nil }
         let fd = SD_LISTEN_FDS_START
         guard sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 else {
-            throw SocketActivationError(
+            throw ControlSocket.SetupError(
                 message: "systemd passed fd \(fd), which is not a listening Unix stream socket; check uploadd.socket")
         }
         if count > 1 { Log.warning("systemd passed \(count) sockets; using the first one") }
@@ -21,10 +21,4 @@ enum SocketActivation {
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         return fd
     }
-}
-
-/// What systemd passed is not what uploadd.socket should make: a unit misconfiguration.
-struct SocketActivationError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }

@@ -45,11 +45,11 @@ extension Scheduler {
     /// The short status line: "2 uploading, 5 queued, 38.2 MiB/s".
     func statusText() -> String {
         let counts = stateCounts()
-        let speed = running.values.reduce(0) { $0 + $1.meter.speed }
+        let speed = totalSpeed
         var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
+        let held = heldBack()
         for reason in WaitReason.allCases {
-            let count = waiting.values.count { $0 == reason }
-            if count > 0 { parts.append("\(count) \(reason.description)") }
+            if let count = held[reason], count > 0 { parts.append("\(count) \(reason.description)") }
         }
         if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
         if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
@@ -144,7 +144,7 @@ extension Scheduler {
         for state in JobState.allCases { byName[state.rawValue] = counts[state] ?? 0 }
         return DaemonStatus(
             version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt), jobs: byName,
-            speed: running.values.reduce(0) { $0 + $1.meter.speed }, maxTransfers: config.maxTransfers,
+            speed: totalSpeed, maxTransfers: config.maxTransfers,
             stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
             cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
             journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings,
@@ -152,8 +152,16 @@ extension Scheduler {
             conditions: DaemonConditions(
                 metered: conditions.metered, onBattery: conditions.onBattery,
                 waiting: Dictionary(
-                    uniqueKeysWithValues: WaitReason.allCases.map { reason in
-                        (reason.rawValue, waiting.values.count { $0 == reason })
-                    })))
+                    uniqueKeysWithValues: heldBack().map { ($0.key.rawValue, $0.value) })))
+    }
+
+    /// All running uploads' speeds together, bytes per second.
+    var totalSpeed: Double { running.values.reduce(0) { $0 + $1.meter.speed } }
+
+    /// How many queued jobs wait for each reason; every reason is a key, zero or not.
+    func heldBack() -> [WaitReason: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: WaitReason.allCases.map { ($0, 0) })
+        for reason in waiting.values { counts[reason, default: 0] += 1 }
+        return counts
     }
 }

@@ -144,7 +144,11 @@ struct ImageSandboxTests {
 
     /// uploadd run as root with a supplementary group: the helper drops it (CAP_SETGID), and cannot
     /// take it back.
-    @Test(.enabled(if: geteuid() == 0, "needs root (setpriv --groups)"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can start uploadd with a supplementary group (setpriv --groups)"
+        ))
     func asRootTheHelperShedsItsSupplementaryGroups() async throws {
         let secret = try directory.write("root-secret", "root's\n")
         chmod(secret, 0o600)
@@ -157,7 +161,10 @@ struct ImageSandboxTests {
     /// An unprivileged user with a supplementary group: the kernel does not let the helper shed
     /// the group (it shows as 65534 in its namespace and still counts), so a file that group may
     /// read is kept from it by Landlock. What it can be refused, it is.
-    @Test(.enabled(if: geteuid() == 0, "needs root to act as another user (setpriv)"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can run the helper as another user (setpriv)"))
     func anotherUsersHelperCannotReadWhatItsGroupCould() async throws {
         chmod(directory.path, 0o755)
         // Its temporary folder is uploadd's (root's, 0700): the helper, another user here, can name

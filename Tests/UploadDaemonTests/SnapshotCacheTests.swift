@@ -111,7 +111,11 @@ struct SnapshotCacheTests {
     }
 
     /// Linux refuses copy_file_range between file systems (tmpfs to ext4): the copy must still happen.
-    @Test(.enabled(if: FileManager.default.isWritableFile(atPath: "/dev/shm"), "needs /dev/shm (a tmpfs)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isWritableFile(atPath: "/dev/shm"),
+            "needs a writable /dev/shm (a tmpfs, there on every systemd machine) for a file system other than the cache's"
+        ))
     func aSourceOnAnotherFileSystemIsCopied() throws {
         let path = "/dev/shm/uploadd-snapshot-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).bin"
         _ = FileManager.default.createFile(atPath: path, contents: Data(content))

@@ -127,7 +127,10 @@ struct TrustedPathTests {
 
     // MARK: Owners: root can give files away to see what another user's files do
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give files to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can chown a file to another user, the attacker here"))
     func aFileOfAnotherUserIsRefused() throws {
         chown(file, Self.otherUser, Self.otherUser)
         #expect(
@@ -136,7 +139,10 @@ struct TrustedPathTests {
         )
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give files to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can chown a file to another user, the attacker here"))
     func aFolderAboveOfAnotherUserIsRefusedEvenClosed() throws {
         let theirs = folder + "/theirs"
         mkdir(theirs, 0o755)
@@ -152,7 +158,10 @@ struct TrustedPathTests {
         #expect(problem(file) == nil)
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give files to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can chown a file to another user, the attacker here"))
     func aSymlinkOfAnotherUserIsRefusedEvenToAFileOfOurs() throws {
         let link = folder + "/link"
         #expect(symlink(file, link) == 0)
@@ -163,7 +172,10 @@ struct TrustedPathTests {
         )
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give files to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can chown a file to another user, the attacker here"))
     func aFileOfOursInAStickyFolderOfRootsIsTrustedButNotAnotherUsers() throws {
         // As in /tmp: root's folder, 1777; our file in it is ours alone to rename.
         chmod(folder, 0o1777)

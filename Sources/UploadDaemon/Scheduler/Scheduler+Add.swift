@@ -158,11 +158,11 @@ extension Scheduler {
         }
         holdUntilSaved(run.growingCopies)
         do {
-            try await commitDurably(jobs.map { .job($0.job) }, announcing: jobs.map(\.job))
+            try await announceOnceSaved(jobs.map(\.job), store.saveDurably(jobs.map { .job($0.job) }))
         } catch {
             for (index, job) in jobs {
                 _ = forgetInMemory(job)
-                undoAdd(job.id)
+                store.undoAdd(job.id)
                 dependencies.snapshots.discardFiles(of: job)
                 run.results[index] = .failure(
                     RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)"))

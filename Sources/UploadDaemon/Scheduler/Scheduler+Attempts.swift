@@ -50,7 +50,11 @@ extension Scheduler {
         // next write, and the job's next record may replace it; with no room there, it is
         // written at once.
         let crashSlot = RunningJobs.add(job.id)
-        if crashSlot == nil { commitWithoutWaiting(job) } else { commitStart(job) }
+        if crashSlot == nil {
+            store.saveSoon(job)
+        } else {
+            store.saveStart(job, writeWithin: dependencies.startRecordDelay)
+        }
         announce(job)
 
         let meter = ProgressMeter()
@@ -85,7 +89,7 @@ extension Scheduler {
         guard var job = store.jobs[id] else { return }
         job.resolvedProtocol = uploadProtocol
         job.record(why, at: dependencies.now())
-        commitWithoutWaiting(job)
+        store.saveSoon(job)
     }
 
     /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
@@ -164,14 +168,18 @@ extension Scheduler {
         guard let job = store.jobs[id], job.state == .running else { throw CancellationError() }
         let progress = JobProgress(id: id, bytesAcked: max(bytesAcked, 0), checkpoint: checkpoint)
         store.apply(.progress(progress))
-        try await journal([.progress(progress)], durable: durable)
+        if durable {
+            try await waitUntilDurable(store.saveDurably([.progress(progress)]))
+        } else {
+            store.saveSoon([.progress(progress)])
+        }
     }
 
     /// A transfer's remark for the job's history.
     func note(_ id: JobID, _ message: String) {
         guard var job = store.jobs[id] else { return }
         job.record(message, at: dependencies.now())
-        commitWithoutWaiting(job)
+        store.saveSoon(job)
         Log.job(.notice, JobLogContext(job), message)
     }
 
@@ -192,7 +200,7 @@ extension Scheduler {
             // Stopped on purpose: the daemon survived this attempt.
             if job.crashes > 0 {
                 job.crashes = 0
-                commitWithoutWaiting(job)
+                store.saveSoon(job)
             }
             // A job paused and resumed meanwhile is queued again: let it start.
             enqueue(job)
@@ -205,7 +213,7 @@ extension Scheduler {
         logOutcome(job)
         if case .noNetwork = outcome {
             // Held until the network changes (`networkChanged`), not retried on a timer.
-            commitWithoutWaiting(job)
+            store.saveSoon(job)
             waiting[id] = .network
             announce(job)
             return
@@ -213,7 +221,7 @@ extension Scheduler {
         guard job.state.isTerminal else {
             // Queued for a retry, which may start at once: its record goes into the journal now,
             // before the new attempt's own, so that the file keeps the order of what happened.
-            commitWithoutWaiting(job)
+            store.saveSoon(job)
             announce(job)
             enqueue(job)
             return
@@ -230,7 +238,7 @@ extension Scheduler {
         }
         // With other uploads running, more ends are coming: this one's sync waits a moment to share
         // theirs (small files end hundreds of times a second). Its slot is free already.
-        let ticket = queueDurably([.job(job)], within: running.isEmpty ? .zero : Self.sharedSyncDelay)
+        let ticket = store.saveDurably([.job(job)], within: running.isEmpty ? .zero : Self.sharedSyncDelay)
         fillSlots()
         endsAwaitingSync.append(
             EndAwaitingSync(ticket: ticket, job: job, deletesCachedFile: effects.contains(.deleteCachedFile)))
@@ -281,7 +289,7 @@ extension Scheduler {
             madeProgress: false, policy: config.retry, at: dependencies.now())
         logOutcome(job)
         markEnding(&job)
-        commitWithoutWaiting(job)
+        store.saveSoon(job)
         announce(job)
         enqueue(job)
         jobEnded(job)

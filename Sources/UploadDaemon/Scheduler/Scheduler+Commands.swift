@@ -70,10 +70,10 @@ extension Scheduler {
         if !records.isEmpty {
             // Queued for the disk in this turn, before a job this resumed can start (and journal
             // its start), so the file keeps the order of what happened.
-            let ticket = queueDurably(records)
+            let ticket = store.saveDurably(records)
             if planned.contains(where: { $0.1.contains(.reschedule) }) { fillSlots() }
             do {
-                try await finishDurably(ticket, announcing: planned.map(\.0))
+                try await announceOnceSaved(planned.map(\.0), ticket)
             } catch {
                 throw Self.appliedButNotSaved("\(command.rawValue) \(Self.describe(planned.map(\.0.id)))", error)
             }
@@ -188,7 +188,7 @@ extension Scheduler {
         if wasWaitingToPrepare { toPrepare.insert(changed.id, at: changed.place) }
         store.apply(.job(changed))
         do {
-            try await commitDurably([.job(changed)], announcing: [changed])
+            try await announceOnceSaved([changed], store.saveDurably([.job(changed)]))
         } catch {
             throw Self.appliedButNotSaved(what, error)
         }
@@ -201,7 +201,7 @@ extension Scheduler {
         let finished = store.jobs.values.filter { $0.state.isTerminal }.sorted { $0.id < $1.id }
         let records = finished.map { applyInMemory([.deleteCachedFile, .forget], for: $0) }
         do {
-            try await commitDurably(records, announcing: finished)
+            try await announceOnceSaved(finished, store.saveDurably(records))
         } catch {
             throw Self.appliedButNotSaved("clear \(finished.count) finished jobs", error)
         }
@@ -266,7 +266,8 @@ extension Scheduler {
             throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(job.id): delete failed: \(message)")
         }
         do {
-            try await commitDurably([applyInMemory([.deleteCachedFile, .forget], for: job)], announcing: [job])
+            let forgotten = applyInMemory([.deleteCachedFile, .forget], for: job)
+            try await announceOnceSaved([job], store.saveDurably([forgotten]))
             dependencies.snapshots.discardFiles(of: job)
         } catch {
             throw Self.appliedButNotSaved("delete job \(job.id)", error)
@@ -285,7 +286,7 @@ extension Scheduler {
         // (The cached file is deleted by the caller once this change is durable.)
         let holdsServerUpload = job.checkpoint != nil || running[job.id] != nil
         let discardsServerUpload = effects.contains(.discardServerUpload) && holdsServerUpload
-        if effects.contains(.forget), unsaved[job.id] != nil {
+        if effects.contains(.forget), store.heldAdds[job.id] != nil {
             // Never journaled (its copy is not saved): its add is undone now, as `journalable` holds
             // the `.removed` record back, and what the server holds is dropped in the background,
             // with no record to retry it after a crash (as for any add a crash forgets).
@@ -355,7 +356,7 @@ extension Scheduler {
             record = .job(job)
         }
         do {
-            try await commitDurably([record], announcing: forget ? [] : [job])
+            try await announceOnceSaved(forget ? [] : [job], store.saveDurably([record]))
         } catch {
             Log.error("job \(id): cannot journal that the partial upload is gone: \(error)")
         }

@@ -6,24 +6,16 @@ import UploadWire
 /// hold a big upload back by the time the disk takes to copy and sync it.
 ///
 /// The job is made and queued at once, and may upload the part already copied. Until its copy is
-/// saved (every byte, then its name, on disk), the job lives in memory only: its records are held
-/// back from the journal (`journalable`), so a crash forgets it, as it forgets an add it never
-/// answered. Its add is answered, and the job journaled as it then is, when the copy is saved, or
-/// when the job completes or is canceled first (it needs no copy then, and the copy is dropped
-/// unsynced). A copy that fails undoes the add, which is answered with why.
+/// saved (every byte, then its name, on disk), the store holds its records back
+/// (`JobStore+HeldAdds`), so a crash forgets it, as it forgets an add it never answered. Its add
+/// is answered, and the job journaled as it then is, when the copy is saved, or when the job
+/// completes or is canceled first (it needs no copy then, and the copy is dropped unsynced). A
+/// copy that fails undoes the add, which is answered with why.
 ///
 /// A copy is saved once every byte is copied, unless its upload is about to end: then the disk
 /// would write a gigabyte nobody needs, and every journal sync would wait behind it. It waits
 /// while the upload's time left is under what the disk would take (`deferral`).
 extension Scheduler {
-    struct UnsavedAdd {
-        let copy: GrowingCopy
-        /// The add's answer and non-streaming attempts wait here; nil: saved (or ended), else why not.
-        var waiters: [CheckedContinuation<RPCError?, Never>] = []
-        /// Set when the copy failed, before the job is forgotten.
-        var failure: RPCError?
-    }
-
     /// Whether uploads of this protocol may read a file while its copy is made (`TransferRegistry`).
     static func readsWhileCopying(_ uploadProtocol: UploadProtocol) -> Bool {
         TransferRegistry.entry(uploadProtocol).readsWhileCopying
@@ -32,7 +24,7 @@ extension Scheduler {
     /// Holds back the records of jobs whose copies are being made, and waits for each copy.
     func holdUntilSaved(_ copies: [JobID: GrowingCopy]) {
         for (id, copy) in copies {
-            unsaved[id] = UnsavedAdd(copy: copy)
+            store.hold(id, copy: copy)
             Task { [weak self] in
                 let outcome = await copy.outcome()
                 await self?.copyEnded(id, outcome)
@@ -42,15 +34,15 @@ extension Scheduler {
 
     /// Waits until job `id`'s copy is saved or its add undone: nil, or why the add failed.
     func untilSaved(_ id: JobID) async -> RPCError? {
-        guard unsaved[id] != nil else { return nil }
-        return await withCheckedContinuation { unsaved[id]?.waiters.append($0) }
+        guard store.heldAdds[id] != nil else { return nil }
+        return await withCheckedContinuation { store.heldAdds[id]?.waiters.append($0) }
     }
 
     /// The copy being made for a job, if it is not saved yet.
-    func growingCopy(of id: JobID) -> GrowingCopy? { unsaved[id]?.copy }
+    func growingCopy(of id: JobID) -> GrowingCopy? { store.heldAdds[id]?.copy }
 
     private func copyEnded(_ id: JobID, _ outcome: GrowingCopy.Outcome) async {
-        guard unsaved[id] != nil, let job = store.jobs[id] else { return }
+        guard store.heldAdds[id] != nil, let job = store.jobs[id] else { return }
         switch outcome {
         case .copied: await saveWhenNeeded(id, copiedAt: .now)
         case .failed(let failure): copyFailed(job, failure)
@@ -60,7 +52,7 @@ extension Scheduler {
 
     /// Saves a copied file, unless its upload ends first (checked again after `deferral`).
     private func saveWhenNeeded(_ id: JobID, copiedAt: ContinuousClock.Instant) async {
-        guard let copy = unsaved[id]?.copy else { return }
+        guard let copy = store.heldAdds[id]?.copy else { return }
         if let wait = deferral(of: id, copy: copy), ContinuousClock.now + wait < copiedAt + Self.longestDeferral {
             if let job = store.jobs[id] {
                 Log.job(.debug, JobLogContext(job), "copy made; the upload ends first, in about \(wait)")
@@ -76,16 +68,16 @@ extension Scheduler {
             saved = .failure(error as? TransferFailure ?? .io("\(error)"))
         }
         // The job may have ended (or been removed) while its copy was synced.
-        guard unsaved[id] != nil, var job = store.jobs[id] else { return }
+        guard store.heldAdds[id] != nil, var job = store.jobs[id] else { return }
         switch saved {
         case .failure(let failure): copyFailed(job, failure)
         case .success(let identity):
             Log.job(.debug, JobLogContext(job), "copy saved, \(ContinuousClock.now - copiedAt) after it was made")
             job.snapshot?.cachedCopy = identity
-            let waiters = unsaved.removeValue(forKey: id)?.waiters ?? []
+            let waiters = store.release(id)
             store.apply(.job(job))
             do {
-                try await commitDurably([.job(store.jobs[id] ?? job)], announcing: [job])
+                try await announceOnceSaved([job], store.saveDurably([.job(store.jobs[id] ?? job)]))
                 for waiter in waiters { waiter.resume(returning: nil) }
             } catch {
                 // As an add whose journal write failed: the job goes (memory is ahead of the
@@ -119,108 +111,11 @@ extension Scheduler {
     private func copyFailed(_ job: Job, _ failure: TransferFailure) {
         Log.job(.warning, JobLogContext(job), "add undone: \(failure.error.message)")
         let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
-        unsaved[job.id]?.failure = RPCError(code: code, message: failure.error.message)
+        store.heldAdds[job.id]?.failure = RPCError(code: code, message: failure.error.message)
         running[job.id]?.task.cancel()
         _ = forgetInMemory(job)  // never journaled: nothing to journal of it now
-        undoAdd(job.id)
+        store.undoAdd(job.id)
         dependencies.snapshots.discardFiles(of: job)
         fillSlots()
-    }
-
-    /// Records as the journal gets them: job records with the revision memory gave them (so that a
-    /// replay reaches the same revision however often memory applied the job in between), and none
-    /// of a job whose copy is not saved. Such a job that completes or is canceled is saved by its
-    /// record (returned in `ended`: its add is answered once that is on disk); one that is removed
-    /// undoes its add.
-    func journalable(_ records: [JournalRecord]) -> (records: [JournalRecord], ended: [JobID]) {
-        var ended: [JobID] = []
-        var kept = records
-        if !unsaved.isEmpty {
-            kept = records.filter { record in
-                switch record {
-                case .job(let job) where unsaved[job.id] != nil:
-                    guard job.state == .completed || job.state == .canceled else { return false }
-                    ended.append(job.id)
-                    return true
-                case .progress(let progress): return unsaved[progress.id] == nil
-                case .removed(let id) where unsaved[id] != nil:
-                    undoAdd(id)
-                    return false
-                default: return true
-                }
-            }
-        }
-        return (
-            kept.map { record in
-                guard case .job(let job) = record, let stored = store.jobs[job.id], stored.revision > job.revision
-                else { return record }
-                var applied = job
-                applied.revision = stored.revision
-                return .job(applied)
-            }, ended
-        )
-    }
-
-    /// A job whose copy is not saved is gone: its copy stops, and its add fails.
-    func undoAdd(_ id: JobID) {
-        guard let undone = unsaved.removeValue(forKey: id) else { return }
-        undone.copy.cancel()
-        let failure =
-            undone.failure
-            ?? RPCError(
-                code: RPCError.invalidTransitionCode,
-                message: "job \(id) was removed before its copy was made; nothing was added")
-        for waiter in undone.waiters { waiter.resume(returning: failure) }
-    }
-
-    /// Jobs that ended before their copies were saved: their copies stop, and their adds are
-    /// answered once their records, just queued, are on disk.
-    func savedByEnding(_ ended: [JobID]) {
-        guard !ended.isEmpty else { return }
-        var waiters: [CheckedContinuation<RPCError?, Never>] = []
-        for id in ended {
-            guard let add = unsaved.removeValue(forKey: id) else { continue }
-            add.copy.cancel()
-            waiters += add.waiters
-        }
-        // A ticket of its own: each ticket has one waiter, and the caller waits for its own.
-        let ticket = dependencies.journal.queueDurably([])
-        Task {
-            let failure: RPCError?
-            do {
-                try await waitUntilDurable(ticket)
-                failure = nil
-            } catch {
-                failure = RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)")
-            }
-            for waiter in waiters { waiter.resume(returning: failure) }
-        }
-    }
-
-    /// The live state for a compaction, without the jobs whose copies are not saved.
-    func compactedRecords() -> [JournalRecord] {
-        let records = store.compactedRecords()
-        guard !unsaved.isEmpty else { return records }
-        return records.filter { record in
-            guard case .job(let job) = record else { return true }
-            return unsaved[job.id] == nil
-        }
-    }
-
-    /// At shutdown: copies stop, and adds still waiting hear that the daemon stops (their jobs were
-    /// never journaled).
-    func dropUnsavedAdds() {
-        for id in unsaved.keys {
-            unsaved[id]!.copy.cancel()
-            let waiters = unsaved[id]!.waiters
-            unsaved[id]!.waiters = []
-            for waiter in waiters {
-                waiter.resume(
-                    returning: RPCError(
-                        code: RPCError.shuttingDownCode,
-                        message: "uploadd is stopping; add the file again once it is back"
-                    ))
-            }
-        }
     }
 }

@@ -111,7 +111,7 @@ extension Scheduler {
             "set aside for job \(waiting.id) (\(chosen.why)): this upload moved under \(ByteSize.formatRate(crawlSpeed)) for \(paceWindow.components.seconds)s; it goes on when a slot is free"
         guard job.setAside(message, at: dependencies.now()) else { return }
         Log.job(.notice, JobLogContext(job), message)
-        commitWithoutWaiting(job)
+        store.saveSoon(job)
         announce(job)
         // Its attempt ends as a stop on purpose (`attemptEnded` with no outcome): it is queued
         // again, and the slot goes to the job waiting.

@@ -21,7 +21,7 @@ extension Scheduler {
     private func startPreparation(_ queued: Job) {
         var job = queued
         job.record("preparing (\(job.spec.preparation.map(\.step).joined(separator: ", ")))", at: dependencies.now())
-        commitWithoutWaiting(job)
+        store.saveSoon(job)
         let preparer = self.preparer
         let fileName = SafeFileName.component(from: job.spec.source) ?? "file"
         let id = job.id
@@ -67,7 +67,7 @@ extension Scheduler {
             job.record("prepared: \(made)", at: dependencies.now())
             do {
                 // Named in the journal, on disk, before any of it is sent: a resume sends these bytes.
-                try await commit(job, durable: true)
+                try await announceOnceSaved([job], store.saveDurably(job))
             } catch {
                 // The job in memory has its file; only the journal lacks it. A restart sweeps the
                 // file away and prepares again.
@@ -86,7 +86,7 @@ extension Scheduler {
                 job.state == .failed ? .warning : .notice, JobLogContext(job),
                 job.history.last?.message ?? "preparation failed")
             markEnding(&job)
-            commitWithoutWaiting(job)
+            store.saveSoon(job)
             announce(job)
             enqueue(job)
             jobEnded(job)

@@ -63,7 +63,8 @@ actor Scheduler {
 
     let dependencies: Dependencies
     var config: DaemonConfig
-    var store: JournalState
+    /// The jobs in memory and their records in the journal (`JobStore`: apply, then save).
+    var store: JobStore
     var ready = ReadyQueue()
     /// Queued jobs waiting for their retry time.
     var delayed = RetryCalendar()
@@ -73,9 +74,6 @@ actor Scheduler {
     /// The connection and power, as NetworkManager and UPower say.
     var conditions = PowerAndNetwork()
     var running: [JobID: RunningAttempt] = [:]
-    /// Jobs whose attempt's start record may still wait in the journal, withdrawable
-    /// (`commitStart`); some the writer has taken already.
-    var withdrawableStarts: Set<JobID> = []
     /// Uploads that ended, in the journal's order, waiting for the sync of their last record
     /// before anyone hears of it (`Scheduler+Attempts`): a few, one per upload running.
     var endsAwaitingSync: [EndAwaitingSync] = []
@@ -90,9 +88,6 @@ actor Scheduler {
     var preparing: [JobID: (run: UInt64, task: Task<Void, Never>)] = [:]
     var preparationRuns: UInt64 = 0
     var clientTokens: [String: JobID] = [:]
-    /// Jobs whose copies are made alongside their uploads and not saved yet
-    /// (`Scheduler+CopyAlongside`): none of their records reach the journal.
-    var unsaved: [JobID: UnsavedAdd] = [:]
     /// All uploads together, bytes per second (`uploadctl limit`); nil: none.
     var bandwidthLimit: Int64?
     var reservedNextID: UInt64
@@ -157,7 +152,7 @@ actor Scheduler {
             requeuedJobs.append(recovered)
             survey.take(store.jobs[recovered.id]!, now: now)
         }
-        self.store = store
+        self.store = JobStore(replayed: store, journal: dependencies.journal, compactAfter: config.compactAfter)
         self.requeuedAtStart = requeuedJobs
         self.owedAtStart = (survey.owedHooks, survey.owedDiscards)
         self.reservedNextID = store.nextID
@@ -186,13 +181,14 @@ actor Scheduler {
         // counted at the next start, or it would crash it forever.
         if !requeuedAtStart.isEmpty {
             do {
-                try await journal(requeuedAtStart.map { .job($0) }, durable: true)
+                try await waitUntilDurable(store.saveDurably(requeuedAtStart.map { .job($0) }))
             } catch {
                 Log.error("cannot journal the jobs interrupted by the last stop: \(error)")
             }
         }
         requeuedAtStart = []
-        compactIfWorthwhile()
+        store.writeFailed = { [weak self] in Task { await self?.catchUpWithJournal() } }
+        store.compactIfWorthwhile()
         // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
         // the discard went through): try again. Clients served since replay may have changed them.
         let owed = owedAtStart
@@ -209,6 +205,7 @@ actor Scheduler {
     /// Applies a new config (SIGHUP or daemon.reload).
     func reload(_ newConfig: DaemonConfig) {
         config = newConfig
+        store.compactAfter = newConfig.compactAfter
         // What jobs wait for may be configured differently now.
         _ = release { $0 == .metered || $0 == .battery }
         fillSlots()
@@ -222,7 +219,7 @@ actor Scheduler {
     /// finds running was interrupted by a crash (see `Job.recoverAfterCrash`).
     func shutdown() async {
         stopping = true
-        dropUnsavedAdds()
+        store.dropHeldAdds()
         retryTimer?.cancel()
         ticker?.cancel()
         journalCatchUp?.cancel()
@@ -239,7 +236,7 @@ actor Scheduler {
         }
         guard !requeued.isEmpty else { return }
         do {
-            try await journal(requeued, durable: true)
+            try await waitUntilDurable(store.saveDurably(requeued))
         } catch {
             Log.error(
                 "cannot journal that \(requeued.count) running jobs stopped: \(error); they count as interrupted at the next start"

@@ -5,7 +5,7 @@ import Testing
 @testable import UploadDaemon
 @testable import UploadPlatform
 
-/// What the add path does off the cooperative pool, in few hops: `Scheduler.blockingInChunks`,
+/// What the add path does off the cooperative pool, in few hops: `Blocking.inChunks`,
 /// and the reachability answers a job finds without one (`Reachability.known`).
 @Suite("Blocking work in chunks, known reachability")
 struct BlockingWorkTests {
@@ -14,7 +14,7 @@ struct BlockingWorkTests {
     @Test(arguments: [0, 1, 5, 16, 17, 500])
     func everyItemIsWorkedOnceAndItsResultKeepsItsPlace(count: Int) async {
         let seen = Mutex<[Int]>([])
-        let results = await Scheduler.blockingInChunks(Array(0..<count)) { item in
+        let results = await Blocking.inChunks(Array(0..<count)) { item in
             seen.withLock { $0.append(item) }
             if item % 2 == 1 { throw Odd(value: item) }
             return item * 10
@@ -33,7 +33,7 @@ struct BlockingWorkTests {
         // 32 items in 16 shares of 2: the first share waits; the others all finish meanwhile.
         let finished = Mutex(0)
         let gate = DispatchSemaphore(value: 0)
-        async let results = Scheduler.blockingInChunks(Array(0..<32)) { item in
+        async let results = Blocking.inChunks(Array(0..<32)) { item in
             if item == 0 { gate.wait() }
             finished.withLock { $0 += 1 }
             return item

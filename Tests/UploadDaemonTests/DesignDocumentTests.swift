@@ -60,6 +60,25 @@ import UploadWire
         )
     }
 
+    @Test func theFolderTableNamesEveryFolderOfTheDaemon() throws {
+        let root = repositoryRoot.appendingPathComponent("Sources/UploadDaemon")
+        let folders = Set(
+            try FileManager.default.contentsOfDirectory(atPath: root.path).filter { name in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(
+                    atPath: root.appendingPathComponent(name).path, isDirectory: &isFolder)
+                    && isFolder.boolValue
+            })
+        let documented = Set(
+            firstColumn(under: "### The folders of UploadDaemon").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        )
+        #expect(folders.count >= 10)
+        #expect(
+            documented == folders,
+            "DESIGN.md: \(documented.subtracting(folders)) not in Sources/UploadDaemon; \(folders.subtracting(documented)) missing"
+        )
+    }
+
     @Test func everyThreadAndQueueOfTheDaemonIsInTheTable() throws {
         let code = try ["UploadDaemon", "UploadPlatform", "UploadHTTP"].map { try Self.sources(under: "Sources/\($0)") }
             .joined()

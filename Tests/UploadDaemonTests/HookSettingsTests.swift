@@ -43,11 +43,11 @@ struct HookSettingsTests {
 
         var job = Job(id: JobID(1), spec: JobSpec(source: "/a", destination: "nas:x/"), createdAt: Date())
         job.state = .completed
-        #expect(Scheduler.hookCommand(for: job, config: config)?.arguments == ["/usr/local/bin/index-photos"])
+        #expect(HookRun.command(for: job, config: config)?.arguments == ["/usr/local/bin/index-photos"])
         job.state = .failed
-        #expect(Scheduler.hookCommand(for: job, config: config)?.arguments.first == "logger")
+        #expect(HookRun.command(for: job, config: config)?.arguments.first == "logger")
         job.state = .canceled
-        #expect(Scheduler.hookCommand(for: job, config: config) == nil)
+        #expect(HookRun.command(for: job, config: config) == nil)
     }
 
     @Test func aMistypedKeyGetsAHint() throws {
@@ -66,12 +66,12 @@ struct HookSettingsTests {
             job.error = error.map { JobError(code: "http", message: $0) }
             return job
         }
-        let done = Scheduler.batchMessage(
+        let done = BatchAnnouncements.text(
             batch: JobID(1), completed: [job(1, .completed), job(2, .completed)], failed: [])
         #expect(done == ("Uploaded 2 files", "to nas:2026/"))
-        let one = Scheduler.batchMessage(batch: JobID(1), completed: [job(1, .completed)], failed: [])
+        let one = BatchAnnouncements.text(batch: JobID(1), completed: [job(1, .completed)], failed: [])
         #expect(one.summary == "Uploaded IMG_1.jpg")
-        let mixed = Scheduler.batchMessage(
+        let mixed = BatchAnnouncements.text(
             batch: JobID(1), completed: [job(1, .completed)], failed: [job(2, .failed, error: "HTTP 401")])
         #expect(mixed.summary == "1 of 2 files failed to upload")
         #expect(mixed.body == "IMG_2.jpg: HTTP 401\nuploadctl list --batch 1 --state failed")

@@ -725,6 +725,13 @@ def check_put_server(d: Path, name: str, port: int, prefix: str, user: str | Non
         checks.append(("PUT", f"{prefix}.uploadd-probe", basic_auth(user, password + "-wrong"), 401))
     for method, path, headers, want in checks:
         answer = http_request(port, method, path, headers, body=b"probe")
+        # A server may take its first connections before it serves them (lighttpd once dropped
+        # this first PUT, on a busy machine, just after it answered `answers(port)`): ask again.
+        for _ in range(3):
+            if answer is not None:
+                break
+            time.sleep(0.5)
+            answer = http_request(port, method, path, headers, body=b"probe")
         if answer is None or answer[0] != want:
             raise ServerError(f"{name} answered {method} {path} with {answer and answer[0]}, not {want} "
                               f"(see {d}/logs/{name}.log)")

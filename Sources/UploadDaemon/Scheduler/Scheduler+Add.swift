@@ -42,8 +42,8 @@ extension Scheduler {
             do throws(RPCError) {
                 var spec = try JobSpecBuilder.build(params)
                 spec.batch = try checkedBatch(params)
-                applyRemoteDefaults(&spec)
-                try checkAgainstConfig(spec)
+                config.applyRemoteDefaults(&spec)
+                try config.check(spec, preparer: preparer)
                 if let token = spec.clientToken {
                     if let existing = try jobAlreadyAdded(for: spec) {
                         run.answeredBy.append((index, existing))
@@ -72,7 +72,7 @@ extension Scheduler {
     private func checkSources(of run: AddRun) async -> [Result<SourceSnapshot, any Error>] {
         let snapshots = dependencies.snapshots
         let batch = run.batch
-        return await Self.blockingInChunks(run.pending) { item in
+        return await Blocking.inChunks(run.pending) { item in
             try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
         }
     }
@@ -130,7 +130,7 @@ extension Scheduler {
     private func saveCopies(_ run: inout AddRun) async {
         let snapshots = dependencies.snapshots
         let cached = run.jobs.filter { run.isSyncedHere($0.job) }
-        let synced = await Self.concurrently(cached) { item in
+        let synced = await Blocking.concurrently(cached) { item in
             try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
         }
         var notSynced = Set<Int>()
@@ -209,85 +209,6 @@ extension Scheduler {
                     code: RPCError.invalidTransitionCode, message: "job \(id) was removed before its add was answered"))
         }
         return .success(info(for: job))
-    }
-
-    /// What only the config can tell about a destination, checked at `add` rather than when the
-    /// job runs: that a named remote exists, and that the protocol fits the remote's URL.
-    /// What a remote's settings add to a job when it is added: its `image` SPEC, unless the job has
-    /// its own. Journaled with the job, so that a resume prepares with the same SPEC.
-    func applyRemoteDefaults(_ spec: inout JobSpec) {
-        guard spec.preparation.isEmpty, case .remote(let name, _)? = try? Destination.parse(spec.destination),
-            let image = config.remotes[name]?.image
-        else { return }
-        spec.preparation = [PreparationRequest(step: "image", options: image)]
-    }
-
-    func checkAgainstConfig(_ spec: JobSpec) throws(RPCError) {
-        do {
-            try preparer.validate(spec.preparation)
-        } catch {
-            throw RPCError(code: RPCError.invalidParamsCode, message: error.message)
-        }
-        guard case .remote(let name, let path)? = try? Destination.parse(spec.destination) else { return }
-        func invalid(_ message: String) -> RPCError { RPCError(code: RPCError.invalidParamsCode, message: message) }
-        guard let remote = config.remotes[name] else {
-            let known = config.remotes.keys.sorted()
-            let hint = known.isEmpty ? "no remotes are configured" : "configured: \(known.joined(separator: ", "))"
-            throw invalid(
-                "no remote named '\(name)' (\(hint)); add a [remote \(name)] section to the config, or give a URL: http(s)://, s3://, file:///"
-            )
-        }
-        guard let resolved = try? Destination.parse(TargetResolver.join(remote.url, path)) else {
-            throw invalid("remote '\(name)' has a url uploadd cannot use: \(Redaction.redactURL(remote.url))")
-        }
-        let uploadProtocol = spec.uploadProtocol == .auto ? remote.uploadProtocol : spec.uploadProtocol
-        if let message = JobSpecBuilder.mismatch(uploadProtocol, resolved) { throw invalid(message) }
-    }
-
-    /// Blocking `work` for every item, in 16 runs of the blocking queue at once, each taking its
-    /// share of the items in turn; the results in the items' order. A slow file (a hung NFS
-    /// mount) holds up its share only, and an add of 500 local files hops threads 16 times, not
-    /// 500 (each hop cost more than the `stat` it carried).
-    static func blockingInChunks<Item: Sendable, Value: Sendable>(
-        _ items: [Item], _ work: @escaping @Sendable (Item) throws -> Value
-    ) async -> [Result<Value, any Error>] {
-        let width = min(16, items.count)
-        guard width > 0 else { return [] }
-        let chunks = (0..<width).map { part in
-            Array(items[(items.count * part / width)..<(items.count * (part + 1) / width)])
-        }
-        let done = await concurrently(chunks) { chunk in
-            try await Blocking.run { chunk.map { item in Result { try work(item) } } }
-        }
-        return zip(chunks, done).flatMap { chunk, outcome in
-            // Blocking.run only fails when `work` does, and each item's failure is caught above.
-            (try? outcome.get()) ?? chunk.map { _ in .failure(CancellationError()) }
-        }
-    }
-
-    /// `work` for every item, at most 16 at once, the results in the items' order.
-    static func concurrently<Item: Sendable, Value: Sendable>(
-        _ items: [Item], _ work: @escaping @Sendable (Item) async throws -> Value
-    ) async -> [Result<Value, any Error>] {
-        await withTaskGroup(of: (Int, Result<Value, any Error>).self) { group in
-            var results = [Result<Value, any Error>?](repeating: nil, count: items.count)
-            var next = 0
-            func startNext() {
-                guard next < items.count else { return }
-                let index = next
-                let item = items[index]
-                next += 1
-                group.addTask {
-                    do { return (index, .success(try await work(item))) } catch { return (index, .failure(error)) }
-                }
-            }
-            for _ in 0..<min(16, items.count) { startNext() }
-            while let (index, result) = await group.next() {
-                results[index] = result
-                startNext()
-            }
-            return results.map { $0! }
-        }
     }
 
     /// The reply when a change was made but its record could not reach the disk (a full disk): the

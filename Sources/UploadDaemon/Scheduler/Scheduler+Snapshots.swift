@@ -32,7 +32,7 @@ extension Scheduler {
             results[index] = .success((requests[index].original, nil))
         }
         let single = requests.indices.filter { results[$0] == nil }
-        let copied = await concurrently(single) { index -> TakenSnapshot in
+        let copied = await Blocking.concurrently(single) { index -> TakenSnapshot in
             let request = requests[index]
             let alongside =
                 request.original.size >= SnapshotCache.alongsideThreshold && request.spec.preparation.isEmpty
@@ -68,7 +68,7 @@ extension Scheduler {
             bytes += size
         }
         groups.removeAll { $0.count < 2 }
-        let packed = await concurrently(groups) { group in
+        let packed = await Blocking.concurrently(groups) { group in
             try await Blocking.run {
                 cache.pack(
                     group.map {

@@ -95,11 +95,9 @@ actor Scheduler {
     var knownBatches: Set<JobID>
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
-    var hookBacklog: [JobID] = []
-    var hooksQueued: Set<JobID> = []
-    var hooksRunning = 0
+    var hooks = HookQueue()
     /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
-    var batchAnnouncements: [JobID: Task<Void, Never>] = [:]
+    var batchAnnouncements = BatchAnnouncements()
     var notificationsShown = 0
     /// What `auto` learnt of http destinations: asked once per URL, not once per file.
     nonisolated let probeAnswers = ProbeAnswers()
@@ -140,7 +138,7 @@ actor Scheduler {
                 recovered.recoverAfterCrash(at: now)
                 if recovered.state == .failed {
                     recovered.hookPending =
-                        Self.hookCommand(for: recovered, config: config) != nil
+                        HookRun.command(for: recovered, config: config) != nil
                 }
             } else {
                 recovered.requeueAfterRestart(at: now, "uploadd was interrupted (killed, or a power cut); resuming")

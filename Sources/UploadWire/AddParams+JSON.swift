@@ -23,7 +23,7 @@ extension AddParams {
     }
 
     /// Sets one key's value; false when the key is unknown or its value not in a plain form.
-    static func take(_ key: String, _ value: JSONValue, into params: inout AddParams) -> Bool {
+    package static func take(_ key: String, _ value: JSONValue, into params: inout AddParams) -> Bool {
         if case .null = value { return knownKeys.contains(key) && key != "source" && key != "destination" }
         switch key {
         case "source":

@@ -30,17 +30,18 @@ extension JSONValue {
     }
 }
 
-/// The reader behind `JSONValue(parsing:)`; `PlainAddBatch` reads with it too.
-struct JSONReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var index = 0
-    var depth = 0
+/// The reader behind `JSONValue(parsing:)`; the daemon's `PlainAddBatch` reads with it too
+/// (`package`: seen by the package's modules, not an API).
+package struct JSONReader {
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var index = 0
+    package var depth = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    package init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     func error(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: index, reason: reason) }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -49,7 +50,7 @@ struct JSONReader {
         }
     }
 
-    mutating func value() throws(JSONSyntaxError) -> JSONValue {
+    package mutating func value() throws(JSONSyntaxError) -> JSONValue {
         skipWhitespace()
         guard index < bytes.count else { throw error("the text ends where a value should be") }
         switch bytes[index] {
@@ -141,7 +142,7 @@ struct JSONReader {
     }
 
     /// At the opening quote.
-    mutating func string() throws(JSONSyntaxError) -> String {
+    package mutating func string() throws(JSONSyntaxError) -> String {
         index += 1
         let start = index
         // Most strings have no escapes: their bytes are the string's.

@@ -1,3 +1,5 @@
+import UploadWire
+
 /// A line that is a batch of plain `job.add` requests, the line `uploadctl add` sends for every
 /// few hundred files, read straight into their params: an add of 20,000 small files built a
 /// dictionary for every request and every params object, and parsing them and reading the params
@@ -7,8 +9,8 @@
 /// number), `method` ("job.add") and `params`, each once, whose params `AddParams(json:)` reads
 /// too, each key once. For any other line, nil: the caller reads it the general way, which
 /// answers what is wrong with it. What both read, they read alike (`PlainAddBatchTests`).
-public enum PlainAddBatch {
-    public static func read(_ line: [UInt8]) -> [(id: JSONValue, params: AddParams)]? {
+enum PlainAddBatch {
+    static func read(_ line: [UInt8]) -> [(id: JSONValue, params: AddParams)]? {
         line.withUnsafeBufferPointer { (bytes) in
             var reader = JSONReader(bytes: bytes)
             return try? readBatch(&reader)

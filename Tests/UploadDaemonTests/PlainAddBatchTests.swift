@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import UploadDaemon
 @testable import UploadWire
 
 /// `PlainAddBatch`, the daemon's direct reading of a batch of `job.add` requests, against the
@@ -10,13 +11,18 @@ import Testing
 @Suite struct PlainAddBatchTests {
     /// The general reading of a batch of plain adds: nil where it would not read every request
     /// as one (an error, a notification, another method, params it leaves to the decoder).
+    /// The params as JSON, to compare the two readings by.
+    static func text(_ params: AddParams?) throws -> String? {
+        try params.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) }
+    }
+
     static func general(_ line: [UInt8]) -> [(id: JSONValue, params: String)]? {
         guard case .array(let items)? = try? JSONValue(parsing: line), !items.isEmpty else { return nil }
         var requests: [(id: JSONValue, params: String)] = []
         for item in items {
             guard case .object(let object) = item, object["jsonrpc"] == .string("2.0"),
                 object["method"] == .string("job.add"), let id = object["id"],
-                let params = AddParams(json: object["params"]), let text = try? AddParamsJSONTests.text(params)
+                let params = AddParams(json: object["params"]), let text = try? Self.text(params)
             else { return nil }
             switch id {
             case .string, .number: break
@@ -28,7 +34,7 @@ import Testing
     }
 
     static func direct(_ line: [UInt8]) throws -> [(id: JSONValue, params: String)]? {
-        try PlainAddBatch.read(line).map { batch in try batch.map { ($0.id, try AddParamsJSONTests.text($0.params)!) } }
+        try PlainAddBatch.read(line).map { batch in try batch.map { ($0.id, try Self.text($0.params)!) } }
     }
 
     /// The direct reading either leaves the line to the general one or reads it alike.

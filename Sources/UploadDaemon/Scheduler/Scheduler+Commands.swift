@@ -109,72 +109,37 @@ extension Scheduler {
             throw RPCError.invalidParams("say where to move the job: exactly one of top, bottom, before or after")
         }
         guard var job = store.jobs[params.id] else { throw RPCError.jobNotFound(params.id) }
-        func waitsItsTurn(_ job: Job) -> Bool { job.state == .queued || job.state == .paused }
-        guard waitsItsTurn(job) else {
+        guard QueueMove.waitsItsTurn(job) else {
             throw RPCError(
                 code: RPCError.invalidTransitionCode,
                 message: "job \(job.id) is \(job.state.rawValue); only queued and paused jobs have a place in the queue"
             )
         }
-        let anchorID = params.before ?? params.after
-        if let anchorID {
+        var anchor: Job?
+        if let anchorID = params.before ?? params.after {
             guard anchorID != job.id else { throw RPCError.invalidParams("a job cannot move next to itself") }
-            guard let anchor = store.jobs[anchorID] else { throw RPCError.jobNotFound(anchorID) }
-            guard waitsItsTurn(anchor) else {
+            guard let found = store.jobs[anchorID] else { throw RPCError.jobNotFound(anchorID) }
+            guard QueueMove.waitsItsTurn(found) else {
                 throw RPCError(
                     code: RPCError.invalidTransitionCode,
-                    message: "job \(anchorID) is \(anchor.state.rawValue): it has no place in the queue to move next to"
+                    message: "job \(anchorID) is \(found.state.rawValue): it has no place in the queue to move next to"
                 )
             }
+            anchor = found
         }
-        var others = store.jobs.values.filter { waitsItsTurn($0) && $0.id != job.id }
-            .sorted { QueuePlace.startsBefore(($0.id, $0.place), ($1.id, $1.place)) }
-        // Where it goes: between `previous` and `next` (either may be nil at an end).
-        let (previous, next): (Job?, Job?)
-        if let before = params.before, let index = others.firstIndex(where: { $0.id == before }) {
-            (previous, next) = (index > 0 ? others[index - 1] : nil, others[index])
-        } else if let after = params.after, let index = others.firstIndex(where: { $0.id == after }) {
-            (previous, next) = (others[index], index + 1 < others.count ? others[index + 1] : nil)
-        } else if params.top == true {
-            (previous, next) = (nil, others.first)
-        } else {
-            (previous, next) = (others.last, nil)
-        }
-        // It takes the priority of the job it goes next to (the first one's for the top, the last one's
-        // for the bottom), and a rank between its neighbours of that priority.
-        let anchor = anchorID.flatMap { store.jobs[$0] }
-        let priority =
-            anchor?.spec.priority ?? (params.top == true ? next : previous)?.spec.priority ?? job.spec.priority
-        let before = previous?.spec.priority == priority ? previous : nil
-        let after = next?.spec.priority == priority ? next : nil
-        if let before, let after, after.place.rank - before.place.rank < 2 {
-            // No room between them: the jobs of that priority get evenly spaced ranks again.
-            var renumbered: [Job] = []
-            for index in others.indices where others[index].spec.priority == priority {
-                others[index].rank = Int64(index + 1) &<< 16
-                renumbered.append(others[index])
-            }
+        let others = store.jobs.values.filter { QueueMove.waitsItsTurn($0) && $0.id != job.id }
+        switch QueueMove.plan(job, params, others: others, anchor: anchor) {
+        case .renumber(let renumbered):
             for changed in renumbered { _ = try await replace(changed, "the order of the queue") }
             return try await move(params)
+        case .place(let priority, let rank, let destination):
+            if priority != job.spec.priority {
+                job.record("priority \(job.spec.priority) → \(priority)", at: dependencies.now())
+            }
+            job.spec.priority = priority
+            job.rank = rank
+            job.record("moved \(destination)", at: dependencies.now())
         }
-        let gap: Int64 = 1 << 16
-        let rank: Int64
-        switch (before, after) {
-        case (let before?, let after?): rank = before.place.rank + (after.place.rank - before.place.rank) / 2
-        case (nil, let after?): rank = after.place.rank - gap
-        case (let before?, nil): rank = before.place.rank + gap
-        case (nil, nil): rank = job.place.rank
-        }
-        let destination =
-            if let before = params.before { "before job \(before)" } else if let after = params.after {
-                "after job \(after)"
-            } else { params.top == true ? "to the top" : "to the bottom" }
-        if priority != job.spec.priority {
-            job.record("priority \(job.spec.priority) → \(priority)", at: dependencies.now())
-        }
-        job.spec.priority = priority
-        job.rank = rank
-        job.record("moved \(destination)", at: dependencies.now())
         return try await replace(job, "the move of job \(job.id)")
     }
 

@@ -71,12 +71,19 @@ extension Scheduler {
         let executor =
             job.bytesLeft <= TransferSlots.smallFile && TransferRegistry.entry(target.uploadProtocol).usesNetwork
             ? dependencies.smallAttemptExecutor : nil
+        let run = AttemptRun(
+            job: startedJob, growing: growing, target: target, transfer: transfer, meter: meter, http: http,
+            makeTransfer: { try makeTransfer($0, http) }, reachability: reachability, probeAnswers: probeAnswers,
+            queue: AttemptRun.Queue(
+                protocolResolved: { [weak self] in await self?.protocolResolved(id, $0, $1) },
+                untilSaved: { [weak self] in await self?.untilSaved(id) },
+                commit: { [weak self] acked, checkpoint, durable in
+                    try await self?.commitProgress(id, bytesAcked: acked, checkpoint: checkpoint, durable: durable)
+                },
+                note: { [weak self] message in await self?.note(id, message) }))
         let task = Task(executorPreference: executor) { [weak self] in
-            guard let self else { return }
-            let outcome = await Self.runAttempt(
-                job: startedJob, growing: growing, target: target, transfer: transfer, meter: meter, scheduler: self,
-                makeTransfer: { try makeTransfer($0, http) }, http: http, reachability: reachability)
-            await self.attemptEnded(id, outcome: outcome)
+            let outcome = await run.run()
+            await self?.attemptEnded(id, outcome: outcome)
         }
         running[id] = RunningAttempt(
             task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,
@@ -90,77 +97,6 @@ extension Scheduler {
         job.resolvedProtocol = uploadProtocol
         job.record(why, at: dependencies.now())
         store.saveSoon(job)
-    }
-
-    /// Runs one attempt; nil means it was stopped (pause, cancel, shutdown) rather than finished.
-    /// `growing`: the copy of the job's file, while it is being made (`Scheduler+CopyAlongside`).
-    private static func runAttempt(
-        job: Job, growing: GrowingCopy?, target initialTarget: ResolvedTarget, transfer madeTransfer: (any Transfer)?,
-        meter: ProgressMeter, scheduler: Scheduler,
-        makeTransfer: @Sendable (UploadProtocol) throws -> any Transfer, http: any HTTPSending,
-        reachability: @Sendable (String, Bool) async -> Reachability.Answer
-    ) async -> AttemptOutcome? {
-        var target = initialTarget
-        let usesNetwork = TransferRegistry.entry(target.uploadProtocol).usesNetwork
-        do {
-            guard let snapshot = job.snapshot else {
-                throw TransferFailure.source("job \(job.id) has no source snapshot")
-            }
-            let source = try Self.openSource(of: job, snapshot: snapshot, growing: growing)
-            let id = job.id
-            // Offline, nothing is tried: the job waits for the network and spends no attempt.
-            if usesNetwork, case .unreachable(let reason) = await reachability(target.url, false) {
-                return .noNetwork(reason)
-            }
-            if target.needsProbe {
-                let (chosen, why) = try await TransferRegistry.resolveAuto(
-                    http: http, target: target, remembering: scheduler.probeAnswers)
-                target.settle(chosen)
-                await scheduler.protocolResolved(id, target.uploadProtocol, why)
-            }
-            if growing != nil && !readsWhileCopying(target.uploadProtocol), await scheduler.untilSaved(id) != nil {
-                throw CancellationError()  // the add is undone, and the job with it
-            }
-            try Task.checkCancellation()
-            let transfer = try madeTransfer ?? makeTransfer(target.uploadProtocol)
-            let context = TransferContext(
-                job: job, target: target, source: source, meter: meter,
-                commit: { [weak scheduler] acked, checkpoint, durable in
-                    try await scheduler?.commitProgress(id, bytesAcked: acked, checkpoint: checkpoint, durable: durable)
-                },
-                note: { [weak scheduler] message in await scheduler?.note(id, message) })
-            return .completed(try await transfer.upload(context))
-        } catch is CancellationError {
-            return nil
-        } catch let failure as TransferFailure {
-            if Task.isCancelled { return nil }
-            // The network may have gone away during the attempt: then it did not count either.
-            if usesNetwork, ["network", "timeout", "stalled"].contains(failure.error.code),
-                case .unreachable(let reason) = await reachability(target.url, true)
-            {
-                return .noNetwork(reason)
-            }
-            return .failed(failure.error, retryable: failure.retryable, retryAfter: failure.retryAfter)
-        } catch {
-            if Task.isCancelled { return nil }
-            return .failed(JobError(code: "internal", message: "\(error)"), retryable: true, retryAfter: nil)
-        }
-    }
-
-    /// What an attempt sends: the prepared file when preparation made one (checked against the
-    /// journaled SHA-256, so that a resume sends the bytes the server already has part of), else
-    /// the snapshot.
-    private static func openSource(of job: Job, snapshot: SourceSnapshot, growing: GrowingCopy?) throws -> SourceFile {
-        guard let prepared = job.prepared, prepared.path != snapshot.path else {
-            return try SourceFile(snapshot: snapshot, displayPath: job.spec.source, growing: growing)
-        }
-        let source = try SourceFile(cachedFile: prepared.path, displayPath: job.spec.source)
-        guard source.size == prepared.size, try source.sha256Hex() == prepared.sha256 else {
-            throw TransferFailure.source(
-                "the prepared copy of \(job.spec.source) (\(prepared.path)) changed in the cache since it was made; add the file again"
-            )
-        }
-        return source
     }
 
     /// Journals bytes the server has committed, and the protocol's checkpoint.

@@ -16,11 +16,6 @@ import UploadWire
 /// would write a gigabyte nobody needs, and every journal sync would wait behind it. It waits
 /// while the upload's time left is under what the disk would take (`deferral`).
 extension Scheduler {
-    /// Whether uploads of this protocol may read a file while its copy is made (`TransferRegistry`).
-    static func readsWhileCopying(_ uploadProtocol: UploadProtocol) -> Bool {
-        TransferRegistry.entry(uploadProtocol).readsWhileCopying
-    }
-
     /// Holds back the records of jobs whose copies are being made, and waits for each copy.
     func holdUntilSaved(_ copies: [JobID: GrowingCopy]) {
         for (id, copy) in copies {

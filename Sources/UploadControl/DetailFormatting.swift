@@ -98,7 +98,7 @@ enum DetailFormatting {
             "connection: \(DaemonConditions.connectionText(conditions.metered))",
             "power: \(DaemonConditions.powerText(conditions.onBattery))",
         ]
-        let order = ["network", "metered", "battery"]
+        let order = WaitReason.allCases.map(\.rawValue)
         let held = conditions.waiting.filter { $0.value > 0 }.sorted {
             (order.firstIndex(of: $0.key) ?? order.count, $0.key) < (
                 order.firstIndex(of: $1.key) ?? order.count, $1.key

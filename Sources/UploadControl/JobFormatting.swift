@@ -46,13 +46,8 @@ enum JobFormatting {
 
     /// What a job's `waiting` means, for people.
     static func waitingText(_ waiting: String?) -> String? {
-        switch waiting {
-        case nil: return nil
-        case "network": return "waiting for the network"
-        case "metered": return "waiting for an unmetered connection"
-        case "battery": return "waiting for mains power"
-        case let other?: return "waiting (\(other))"
-        }
+        guard let waiting else { return nil }
+        return WaitReason(rawValue: waiting)?.description ?? "waiting (\(waiting))"
     }
 
     /// `queued`, or `queued (retrying in 43s: HTTP 500)`: the daemon's `activity` says what a

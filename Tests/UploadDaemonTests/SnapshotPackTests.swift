@@ -148,7 +148,7 @@ struct SnapshotPackTests {
     /// What `add` packs: small files to be copied, at least two, none with a preparation step.
     @Test func addPacksOnlySmallCopiesWithoutSteps() async throws {
         func request(_ name: String, size: Int, mode: SnapshotMode, image: Bool = false, id: UInt64)
-            throws -> Scheduler.SnapshotRequest
+            throws -> SnapshotCache.SnapshotRequest
         {
             let path = try directory.write("src/" + name, bytes: bytes(size, seed: UInt8(id)))
             var spec = JobSpec(source: path, destination: "file:///tmp/x/")
@@ -163,14 +163,14 @@ struct SnapshotPackTests {
             try request("d", size: 100, mode: .copy, image: true, id: 4),
             try request("e", size: 300, mode: .copy, id: 5),
         ]
-        let snapshots = try await Scheduler.takeSnapshots(requests, cache: cache).map { try $0.get().snapshot }
+        let snapshots = try await cache.takeSnapshots(requests).map { try $0.get().snapshot }
         #expect(snapshots.map(\.packOffset) == [0, nil, nil, nil, 100])
         #expect(snapshots.map(\.kind) == [.copy, snapshots[1].kind, .original, snapshots[3].kind, .copy])
         #expect(cache.packs.holding(cache.directory + "/pack-1") == [JobID(1), JobID(5)])
         #expect(Set(cacheFiles()) == ["pack-1", "2", "4"])
 
         // One small copy alone is copied as before.
-        let alone = await Scheduler.takeSnapshots([try request("f", size: 10, mode: .auto, id: 6)], cache: cache)
+        let alone = await cache.takeSnapshots([try request("f", size: 10, mode: .auto, id: 6)])
         #expect(try alone[0].get().snapshot.isPacked == false)
     }
 }

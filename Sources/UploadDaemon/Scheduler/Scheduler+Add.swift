@@ -24,12 +24,12 @@ extension Scheduler {
         var run = AddRun(batch)
         checkRequests(&run)
         // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
-        let originals = await checkSources(of: run)
+        let originals = await run.checkSources(dependencies.snapshots)
         await turn?.wait()
         assignIDs(&run, originals: originals)
         turn?.end()
-        await makeCopies(&run)
-        await saveCopies(&run)
+        await run.makeCopies(dependencies.snapshots, now: dependencies.now())
+        await run.saveCopies(dependencies.snapshots)
         if !run.jobs.isEmpty { await journalAndQueue(&run) }
         return await answers(run)
     }
@@ -68,15 +68,6 @@ extension Scheduler {
         }
     }
 
-    /// Phase 2: each source is the file the client checked (`source_identity`), and readable.
-    private func checkSources(of run: AddRun) async -> [Result<SourceSnapshot, any Error>] {
-        let snapshots = dependencies.snapshots
-        let batch = run.batch
-        return await Blocking.inChunks(run.pending) { item in
-            try snapshots.original(of: item.spec.source, expecting: batch[item.index].sourceIdentity)
-        }
-    }
-
     /// Phase 3, in the client's turn: IDs, in the order the files were given.
     private func assignIDs(_ run: inout AddRun, originals: [Result<SourceSnapshot, any Error>]) {
         for (item, outcome) in zip(run.pending, originals) {
@@ -95,57 +86,6 @@ extension Scheduler {
                         code: RPCError.sourceErrorCode,
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
-        }
-    }
-
-    /// Phase 4: the copies (`--snapshot`), and the jobs. Copies made one by one are synced in
-    /// phase 5, all of them after the last is made.
-    private func makeCopies(_ run: inout AddRun) async {
-        let copied = await Self.takeSnapshots(
-            run.accepted.map { ($0.spec, $0.original, $0.id) }, cache: dependencies.snapshots)
-        let now = dependencies.now()
-        for (item, outcome) in zip(run.accepted, copied) {
-            switch outcome {
-            case .success(let (snapshot, growing)):
-                run.growingCopies[item.id] = growing
-                var job = Job(id: item.id, spec: item.spec, createdAt: now)
-                job.snapshot = snapshot
-                job.bytesTotal = snapshot.size
-                job.record("added (\(snapshot.kind.rawValue) of \(ByteSize.format(snapshot.size)))", at: now)
-                run.jobs.append((item.index, job))
-            case .failure(let failure as TransferFailure):
-                let code = failure.error.code == "no_space" ? RPCError.noSpaceCode : RPCError.sourceErrorCode
-                run.results[item.index] = .failure(RPCError(code: code, message: failure.error.message))
-            case .failure(let error):
-                run.results[item.index] = .failure(RPCError(code: RPCError.sourceErrorCode, message: "\(error)"))
-            }
-        }
-    }
-
-    /// Phase 5: every copy's bytes, then their names, are on disk before any add is acknowledged.
-    /// Synced after the last copy was written, so that the file system commits them together: one
-    /// journal commit for the batch on ext4, where a sync per copy as it was made cost one each.
-    /// An add whose job was made but cannot be kept: its files go, and its client hears why.
-    /// Copies made alongside are saved later, each on its own (`Scheduler+CopyAlongside`).
-    private func saveCopies(_ run: inout AddRun) async {
-        let snapshots = dependencies.snapshots
-        let cached = run.jobs.filter { run.isSyncedHere($0.job) }
-        let synced = await Blocking.concurrently(cached) { item in
-            try await Blocking.run { try snapshots.makeDurable(item.job.snapshot!) }
-        }
-        var notSynced = Set<Int>()
-        for (item, outcome) in zip(cached, synced) {
-            guard case .failure(let error) = outcome else { continue }
-            run.refuse(item.index, item.job, "cannot save the copy of \(item.job.spec.source)", error, snapshots)
-            notSynced.insert(item.index)
-        }
-        run.jobs.removeAll { notSynced.contains($0.index) }
-        guard run.jobs.contains(where: { run.isSyncedHere($0.job) }) else { return }
-        do {
-            try await Blocking.run { try snapshots.syncFolder() }
-        } catch {
-            for (index, job) in run.jobs { run.refuse(index, job, "cannot save the copy", error, snapshots) }
-            run.jobs = []
         }
     }
 
@@ -238,41 +178,5 @@ extension Scheduler {
                 "there is no batch \(batch): start one with new_batch, then give its first job's ID as batch")
         }
         return batch
-    }
-}
-
-/// One `job.add` of one or more files, as it goes through the phases of `Scheduler.add(_:turn:)`.
-private struct AddRun {
-    let batch: [AddParams]
-    /// Each request's answer, once it has one.
-    var results: [Result<JobInfo, RPCError>?]
-    /// Requests whose checks passed, for their source's check.
-    var pending: [(index: Int, spec: JobSpec)] = []
-    /// Adds answered by a job added before (by client token), which may still wait for its copy.
-    var answeredBy: [(index: Int, id: JobID)] = []
-    /// Adds that repeat an earlier one of this batch (the same client token).
-    var sameTokenAs: [(index: Int, first: Int)] = []
-    /// Requests whose source is what the client checked, with their IDs.
-    var accepted: [(index: Int, spec: JobSpec, original: SourceSnapshot, id: JobID)] = []
-    /// The jobs made, in the order given.
-    var jobs: [(index: Int, job: Job)] = []
-    /// Copies still being made alongside the upload (`--snapshot` of a growing file).
-    var growingCopies: [JobID: GrowingCopy] = [:]
-
-    init(_ batch: [AddParams]) {
-        self.batch = batch
-        results = Array(repeating: nil, count: batch.count)
-    }
-
-    /// Whether the job's copy is saved by this add (not alongside, and not the original itself).
-    func isSyncedHere(_ job: Job) -> Bool { job.snapshot?.isCached == true && growingCopies[job.id] == nil }
-
-    /// A job made that cannot be kept: its files go, and its client hears why.
-    mutating func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error, _ snapshots: SnapshotCache) {
-        growingCopies[job.id]?.cancel()
-        snapshots.discardFiles(of: job)
-        let noSpace = (error as? SystemError)?.isNoSpace ?? false
-        results[index] = .failure(
-            RPCError(code: noSpace ? RPCError.noSpaceCode : RPCError.sourceErrorCode, message: "\(message): \(error)"))
     }
 }

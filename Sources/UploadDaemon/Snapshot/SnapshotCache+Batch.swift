@@ -3,7 +3,7 @@ import UploadPlatform
 import UploadWire
 
 /// The snapshots of the files of one `add`.
-extension Scheduler {
+extension SnapshotCache {
     /// A file to snapshot: its job's spec and ID, and the file as the add's check found it.
     typealias SnapshotRequest = (spec: JobSpec, original: SourceSnapshot, id: JobID)
 
@@ -17,11 +17,11 @@ extension Scheduler {
     /// preparation step reads them. The rest are copied one by one, several at once; without a
     /// copy to make, the file as checked is the snapshot. Copies made one by one still owe their
     /// fsync (`makeDurable`).
-    static func takeSnapshots(_ requests: [SnapshotRequest], cache: SnapshotCache) async
+    func takeSnapshots(_ requests: [SnapshotRequest]) async
         -> [Result<TakenSnapshot, any Error>]
     {
         var results = [Result<TakenSnapshot, any Error>?](repeating: nil, count: requests.count)
-        for (group, outcome) in await packSmallCopies(requests, cache: cache) {
+        for (group, outcome) in await packSmallCopies(requests) {
             guard case .success(let packed?) = outcome else { continue }
             for (index, result) in zip(group, packed) {
                 results[index] = result.map { ($0, nil) }.mapError { $0 }
@@ -32,6 +32,7 @@ extension Scheduler {
             results[index] = .success((requests[index].original, nil))
         }
         let single = requests.indices.filter { results[$0] == nil }
+        let cache = self
         let copied = await Blocking.concurrently(single) { index -> TakenSnapshot in
             let request = requests[index]
             let alongside =
@@ -48,7 +49,7 @@ extension Scheduler {
 
     /// Packs of the small files to copy, when there are at least two: each group (indices into
     /// `requests`) with what its pack made of it, nil when it could not be made.
-    private static func packSmallCopies(_ requests: [SnapshotRequest], cache: SnapshotCache) async
+    private func packSmallCopies(_ requests: [SnapshotRequest]) async
         -> [(group: [Int], outcome: Result<[Result<SourceSnapshot, TransferFailure>]?, any Error>)]
     {
         let small = requests.indices.filter {
@@ -68,6 +69,7 @@ extension Scheduler {
             bytes += size
         }
         groups.removeAll { $0.count < 2 }
+        let cache = self
         let packed = await Blocking.concurrently(groups) { group in
             try await Blocking.run {
                 cache.pack(

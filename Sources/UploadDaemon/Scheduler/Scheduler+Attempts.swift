@@ -87,7 +87,7 @@ extension Scheduler {
         }
         running[id] = RunningAttempt(
             task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,
-            crashSlot: crashSlot, isSuspect: job.crashes > 0, server: Self.server(of: job.spec.destination),
+            crashSlot: crashSlot, isSuspect: job.crashes > 0, server: server(of: job),
             paceMark: (.now, 0))
     }
 

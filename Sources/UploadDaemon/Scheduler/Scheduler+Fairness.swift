@@ -26,31 +26,10 @@ extension Scheduler {
         config.transfersPerServer ?? max(config.maxTransfers - 1, 1)
     }
 
-    /// The server a job sends to: the scheme, host and port of an http(s) URL, a remote by name,
-    /// an S3 bucket, or the local disk. Remembered per destination: the jobs of an add share
-    /// theirs, and parsing an URL's host costs more than the rest of the decision.
+    /// The server a job sends to (`ServerShares.server(of:)`).
     func server(of job: Job) -> String {
-        Self.server(of: job.spec.destination)
+        ServerShares.server(of: job.spec.destination)
     }
-
-    static func server(of destination: String) -> String {
-        if let known = knownServers.withLock({ $0[destination] }) { return known }
-        let server: String
-        switch try? Destination.parse(destination) {
-        case .http(let url)?: server = Origin(url.absoluteString)?.description ?? url.absoluteString
-        case .s3(let bucket, _)?: server = "s3://\(bucket)"
-        case .file?: server = "file://"
-        case .remote(let name, _)?: server = "remote \(name)"
-        case nil: server = destination
-        }
-        knownServers.withLock { known in
-            if known.count >= 64 { known.removeAll(keepingCapacity: true) }
-            known[destination] = server
-        }
-        return server
-    }
-
-    private static let knownServers = Mutex<[String: String]>([:])
 
     // MARK: Crawling transfers
 

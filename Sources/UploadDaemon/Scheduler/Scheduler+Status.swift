@@ -97,43 +97,13 @@ extension Scheduler {
     }
 
     func list(states: [JobState]?, ids: [JobID]?, batch: JobID? = nil, after: JobID? = nil) -> [JobInfo] {
-        let wanted = states.map(Set.init)
-        let chosen: [Job]
-        if let ids {
-            chosen = ids.compactMap { store.jobs[$0] }
-        } else {
-            chosen = store.jobs.values.sorted { $0.id < $1.id }
-        }
-        return withPositions(
-            chosen.filter { job in
-                Self.picks(job, states: wanted, batch: batch) && (after.map { job.id > $0 } ?? true)
-            }.map { info(for: $0) })
+        withPositions(store.jobs(ids: ids, states: states, batch: batch, after: after).map { info(for: $0) })
     }
 
-    /// Whether `job.list`'s filters pick the job: in one of `states` and of `batch`, when given.
-    private static func picks(_ job: Job, states: Set<JobState>?, batch: JobID?) -> Bool {
-        (states?.contains(job.state) ?? true) && (batch == nil || job.spec.batch == batch)
-    }
-
-    /// One page of `job.list`: the first `limit` jobs by ID after `after` that are in `states` and
-    /// `batch`, and the `after` of the next page when more follow. One pass over the IDs, and
-    /// memory for the page only, whatever the size of the queue.
+    /// One page of `job.list` (`JobStore.page`).
     func listPage(states: [JobState]?, batch: JobID?, after: JobID?, limit: Int) -> (jobs: [JobInfo], next: JobID?) {
-        let wanted = states.map(Set.init)
-        // One more than the page: whether a next page exists.
-        var first = SmallestValues<JobID>(capacity: limit + 1)
-        // The IDs alone, and a job looked at only when its ID would make the page: a page of a
-        // million jobs took ~60 ms copying each job out of the table, most of them past the page.
-        for id in store.jobs.keys where (after.map { id > $0 } ?? true) && first.wouldKeep(id) {
-            if wanted != nil || batch != nil {
-                guard let job = store.jobs[id], Self.picks(job, states: wanted, batch: batch) else { continue }
-            }
-            first.offer(id)
-        }
-        var ids = first.sorted()
-        let more = ids.count > limit
-        if more { ids.removeLast() }
-        return (withPositions(ids.map { info(for: store.jobs[$0]!) }), more ? ids.last : nil)
+        let page = store.page(states: states, batch: batch, after: after, limit: limit)
+        return (withPositions(page.ids.map { info(for: store.jobs[$0]!) }), page.next)
     }
 
     func status(

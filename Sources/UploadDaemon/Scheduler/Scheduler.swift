@@ -53,7 +53,7 @@ actor Scheduler {
         var crashSlot: RunningJobs.Slot?
         /// Whether the daemon died in an earlier attempt of its job: then it runs alone (`fillSlots`).
         var isSuspect = false
-        /// The server it sends to (`Scheduler.server(of:)`), for the cap on transfers per server.
+        /// The server it sends to (`ServerShares.server(of:)`), for the cap on transfers per server.
         var server: String
         /// Its bytes on the wire at the start of the window its pace is judged over, and whether
         /// the last window found it crawling (`Scheduler+Fairness`).

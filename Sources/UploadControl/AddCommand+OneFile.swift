@@ -23,7 +23,7 @@ extension AddCommand {
             let isFolder = stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
             return isFolder ? nil : name
         case .s3: return name
-        case .http: return uploadProtocol == .put ? name : nil
+        case .http: return uploadProtocol?.traits.namesTheFileByURL == true ? name : nil
         case .remote: return nil
         }
     }

@@ -129,13 +129,12 @@ public enum Destination: Sendable, Equatable {
         }
     }
 
-    /// The protocol `auto` picks without asking a server: the only one that uploads to this kind
-    /// of destination (`UploadProtocol.traits`); nil when several do and the server must be asked
-    /// (http), or for a remote.
+    /// The protocol `auto` picks without asking a server: the one whose traits say so for this
+    /// kind of destination (`chosenByAutoFor`); nil where the server must be asked (http), or for
+    /// a remote.
     public var impliedProtocol: UploadProtocol? {
         guard let kind else { return nil }
-        let candidates = UploadProtocol.allCases.filter { $0 != .auto && $0.traits.destinations.contains(kind) }
-        return candidates.count == 1 ? candidates[0] : nil
+        return UploadProtocol.allCases.first { $0.traits.chosenByAutoFor.contains(kind) }
     }
 }
 

@@ -20,6 +20,13 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
         /// What to say when it is asked to upload to another kind of destination, by kind, where
         /// more can be said than that it cannot.
         public var wrongDestination: [Destination.Kind: String] = [:]
+        /// The kinds of destination `auto` picks it for without asking a server. Never more than
+        /// one protocol per kind (`UploadProtocolTests`); a new protocol is picked by `auto` only
+        /// where it says so, so a second protocol for `file://` leaves `auto` as it was.
+        public var chosenByAutoFor: Set<Destination.Kind> = []
+        /// Whether an http upload lands under the URL's own name, a URL ending in `/` getting the
+        /// file's name appended (the others send the name in the body: a form part, tus metadata).
+        public var namesTheFileByURL = false
     }
 
     public var traits: Traits {
@@ -30,7 +37,7 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
                 summary: "s3:// is s3, file:// is file, http(s) is tus when the server says so, else put")
         case .put:
             return Traits(
-                destinations: [.http], summary: "one PUT of the whole file (WebDAV)")
+                destinations: [.http], summary: "one PUT of the whole file (WebDAV)", namesTheFileByURL: true)
         case .post:
             return Traits(destinations: [.http], summary: "a multipart/form-data POST")
         case .tus:
@@ -41,11 +48,11 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
                 wrongDestination: [
                     .http:
                         "protocol s3 uploads to s3://bucket/prefix/ (with an endpoint in a remote or AWS_ENDPOINT_URL), not to an http URL"
-                ])
+                ], chosenByAutoFor: [.s3])
         case .chunked:
             return Traits(destinations: [.http], summary: "the block protocol, resumable")
         case .file:
-            return Traits(destinations: [.file], summary: "a copy into a local folder")
+            return Traits(destinations: [.file], summary: "a copy into a local folder", chosenByAutoFor: [.file])
         }
     }
 

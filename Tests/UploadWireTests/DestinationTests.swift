@@ -29,6 +29,17 @@ struct DestinationTests {
         #expect(try Destination.parse("file:///srv/in/").impliedProtocol == .file)
     }
 
+    /// `auto` picks a protocol without asking a server only where one protocol's traits claim the
+    /// kind, and that protocol uploads there: a second protocol for `file://` leaves it as it was.
+    @Test func autoPicksAtMostOneProtocolPerKindAndOnlyOneThatFits() {
+        for kind in [Destination.Kind.http, .s3, .file] {
+            let claiming = UploadProtocol.allCases.filter { $0.traits.chosenByAutoFor.contains(kind) }
+            #expect(claiming.count <= 1, "\(kind): \(claiming)")
+            for uploadProtocol in claiming { #expect(uploadProtocol.traits.destinations.contains(kind)) }
+        }
+        #expect(UploadProtocol.allCases.allSatisfy { !$0.traits.chosenByAutoFor.contains(.http) }, "http is probed")
+    }
+
     @Test func remotes() throws {
         #expect(try Destination.parse("nas:videos/2024") == .remote(name: "nas", path: "videos/2024"))
         #expect(try Destination.parse("my-remote_2.x:") == .remote(name: "my-remote_2.x", path: ""))

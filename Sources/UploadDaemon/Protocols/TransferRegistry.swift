@@ -6,8 +6,8 @@ import UploadWire
 /// The daemon's protocols: how to make each one's Transfer, what the rest of the daemon asks of
 /// each (`Entry`), and the probes `auto` asks an http server before it settles on put. A new
 /// protocol is a folder next to this file (its Transfer, its CheckpointPayload), one row here,
-/// and its name and traits in `UploadProtocol`: nothing outside this folder checks a protocol by
-/// its name.
+/// and its name and traits in `UploadProtocol` (which uploadctl reads too): the rest of the code
+/// asks these, not a protocol's name.
 enum TransferRegistry {
     /// One protocol, as the scheduler, the target's resolution and `remotes --test` see it.
     struct Entry: Sendable {
@@ -19,9 +19,6 @@ enum TransferRegistry {
         /// being made alongside has not reached yet; the others (checksums of whole chunks, a
         /// local copy) wait until the copy is saved.
         var readsWhileCopying = false
-        /// Whether a URL ending in `/` gets the file's name appended (the others send the name in
-        /// the body: a multipart part, tus metadata).
-        var appendsFileName = false
         /// How `remotes --test` asks a server of it whether the remote's credentials hold.
         var remoteTest = RemoteTest.options
     }
@@ -38,7 +35,7 @@ enum TransferRegistry {
     }
 
     private static let entries: [UploadProtocol: Entry] = [
-        .put: Entry(make: { PutTransfer(http: $0) }, readsWhileCopying: true, appendsFileName: true),
+        .put: Entry(make: { PutTransfer(http: $0) }, readsWhileCopying: true),
         .post: Entry(make: { PostTransfer(http: $0) }, readsWhileCopying: true, remoteTest: .form),
         .file: Entry(make: { _ in FileTransfer() }, usesNetwork: false, remoteTest: .localFolder),
         .chunked: Entry(make: { ChunkedTransfer(http: $0) }, remoteTest: .form),

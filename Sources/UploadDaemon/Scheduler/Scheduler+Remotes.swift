@@ -19,9 +19,9 @@ extension Scheduler {
         }
     }
 
-    /// Checks a remote (`RemoteTest`), off the actor's state: the config of this moment.
+    /// Checks a remote (`RemoteCheck`), off the actor's state: the config of this moment.
     func testRemote(named name: String) async throws(RPCError) -> RemoteTestResult {
-        try await RemoteTest(config: config, environment: dependencies.environment, http: dependencies.http).run(
+        try await RemoteCheck(config: config, environment: dependencies.environment, http: dependencies.http).run(
             named: name)
     }
 }

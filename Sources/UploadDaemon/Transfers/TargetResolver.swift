@@ -196,7 +196,7 @@ extension ResolvedTarget {
         uploadProtocol = finalProtocol
         needsProbe = false
         // The name goes at the end of the path; a query (a presigned URL's signature) stays.
-        guard TransferRegistry.entry(finalProtocol).appendsFileName, url.lowercased().hasPrefix("http") else { return }
+        guard finalProtocol.traits.namesTheFileByURL, url.lowercased().hasPrefix("http") else { return }
         if url.hasSuffix("/"), !url.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
             url += TargetResolver.percentEncodedPathComponent(fileName)  // the common case, without URLComponents
         } else if var components = URLComponents(string: url), components.percentEncodedPath.hasSuffix("/") {

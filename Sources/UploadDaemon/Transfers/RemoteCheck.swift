@@ -8,7 +8,7 @@ import UploadWire
 /// `uploadctl remotes --test`: whether uploads to a remote can work, asked of its server the way
 /// they would reach it, with its own credentials. Nothing of the queue: the scheduler hands over
 /// its config and its HTTP client.
-struct RemoteTest {
+struct RemoteCheck {
     let config: DaemonConfig
     let environment: [String: String]
     let http: any HTTPSending

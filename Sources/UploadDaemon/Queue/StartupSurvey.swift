@@ -1,5 +1,6 @@
 import Foundation
 import UploadCore
+import UploadPlatform
 import UploadWire
 
 /// What the scheduler needs to know of the replayed jobs before it serves anyone, gathered in one
@@ -73,6 +74,31 @@ struct StartupSurvey: Sendable {
         } else {
             ready.append((job.id, job.place))
         }
+    }
+
+    /// The jobs the last run left running, recovered into `state` and surveyed again: after a
+    /// crash each counts it (and fails after too many, owing its hook if `owesHook` says so);
+    /// after a kill or power cut each is simply queued again. Returned for the journal.
+    mutating func recoverInterrupted(
+        into state: inout JournalState, crashed: Bool, now: Date, owesHook: (Job) -> Bool
+    ) -> [Job] {
+        var recoveredJobs: [Job] = []
+        for job in interrupted {
+            var recovered = job
+            if crashed {
+                recovered.recoverAfterCrash(at: now)
+                if recovered.state == .failed { recovered.hookPending = owesHook(recovered) }
+            } else {
+                recovered.requeueAfterRestart(at: now, "uploadd was interrupted (killed, or a power cut); resuming")
+            }
+            if recovered.state == .failed {
+                Log.job(.error, JobLogContext(recovered), recovered.error?.message ?? "failed after crashes")
+            }
+            state.apply(.job(recovered))
+            recoveredJobs.append(recovered)
+            take(state.jobs[recovered.id]!, now: now)
+        }
+        return recoveredJobs
     }
 
     private mutating func merge(_ other: StartupSurvey) {

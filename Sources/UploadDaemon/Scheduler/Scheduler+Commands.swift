@@ -17,25 +17,7 @@ extension Scheduler {
     func performEach(_ command: JobCommand, selection: JobSelection) async throws(RPCError)
         -> (jobs: [JobInfo], errors: [JobFailure])
     {
-        let ids: [JobID]
-        if selection.all == true || selection.batch != nil {
-            guard selection.namedIDs.isEmpty else {
-                throw RPCError.invalidParams("give job IDs, or 'all' or 'batch', not both")
-            }
-            // The states where the command does something (resume --all: paused jobs, and failed
-            // ones with a fresh budget, as the help says), narrowed to `states` when given.
-            var from = command.statesForAll
-            if let states = selection.states { from.formIntersection(states) }
-            ids = store.jobs.values.filter { job in
-                from.contains(job.state) && (selection.batch == nil || job.spec.batch == selection.batch)
-            }.map(\.id).sorted()
-        } else {
-            guard selection.states == nil else {
-                throw RPCError.invalidParams("'states' narrows 'all'; with IDs, name just the jobs")
-            }
-            ids = selection.namedIDs
-            guard !ids.isEmpty else { throw RPCError.invalidParams("name the jobs: {\"id\": N} or {\"ids\": [...]}") }
-        }
+        let ids = try selection.ids(for: command, in: store.jobs)
         let now = dependencies.now()
         var planned: [(Job, JobEffects)] = []
         var errors: [JobFailure] = []
@@ -212,11 +194,7 @@ extension Scheduler {
     private func deleteUpload(of original: Job) async throws(RPCError) -> Job {
         var job = original
         do {
-            let target = try TargetResolver(
-                config: config, environment: dependencies.environment, umask: dependencies.umask
-            ).resolve(job)
-            let transfer = try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
-            switch try await transfer.deleteFromServer(job, target: target) {
+            switch try await serverCleanup.deleteFromServer(job) {
             case .deleted:
                 job.record(Self.deletedEvent, at: dependencies.now())
                 Log.job(.info, JobLogContext(job), "deleted \(job.result?.url ?? "the upload") from the server")
@@ -277,29 +255,21 @@ extension Scheduler {
     /// never succeeded is tried again at the next start.
     func discardPartialUpload(of job: Job, thenForget forget: Bool) {
         let attempt = running[job.id]
-        let environment = dependencies.environment
-        let config = config
-        let http = dependencies.http
-        let makeTransfer = dependencies.makeTransfer
+        let cleanup = serverCleanup
         Task { [weak self] in
             if let task = attempt?.task { await task.value }
             // The attempt may have journaled a newer checkpoint (a tus URL, an UploadId) as it stopped.
             let latest = await self?.store.jobs[job.id] ?? job
-            for delay in [0, 1, 4, 15, 60] {
-                if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
-                do {
-                    let target = try TargetResolver(config: config, environment: environment).resolve(latest)
-                    if !target.needsProbe {
-                        try await makeTransfer(target.uploadProtocol, http).discardPartialUpload(latest, target: target)
-                    }
-                    await self?.partialUploadDiscarded(job.id, forget: forget, checkpoint: latest.checkpoint)
-                    return
-                } catch {
-                    Log.job(
-                        .warning, JobLogContext(latest), "could not discard the partial upload on the server: \(error)")
-                }
-            }
+            guard await cleanup.discardPartialUpload(of: latest) else { return }
+            await self?.partialUploadDiscarded(job.id, forget: forget, checkpoint: latest.checkpoint)
         }
+    }
+
+    /// How the queue asks servers to drop uploads, with the config of this moment.
+    var serverCleanup: ServerCleanup {
+        ServerCleanup(
+            config: config, environment: dependencies.environment, umask: dependencies.umask, http: dependencies.http,
+            makeTransfer: dependencies.makeTransfer)
     }
 
     /// `checkpoint`: the one whose upload the server dropped. A failed job resumed meanwhile may

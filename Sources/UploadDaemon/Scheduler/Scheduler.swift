@@ -131,25 +131,8 @@ actor Scheduler {
         // interrupted and are taken as queued.
         var survey = StartupSurvey(surveying: replayed.jobs, now: now)
         if crashed { survey.takeAsInterrupted(crashSuspects, from: replayed.jobs) }
-        var requeuedJobs: [Job] = []
-        for job in survey.interrupted {
-            var recovered = job
-            if crashed {
-                recovered.recoverAfterCrash(at: now)
-                if recovered.state == .failed {
-                    recovered.hookPending =
-                        HookRun.command(for: recovered, config: config) != nil
-                }
-            } else {
-                recovered.requeueAfterRestart(at: now, "uploadd was interrupted (killed, or a power cut); resuming")
-            }
-            if recovered.state == .failed {
-                Log.job(.error, JobLogContext(recovered), recovered.error?.message ?? "failed after crashes")
-            }
-            store.apply(.job(recovered))
-            requeuedJobs.append(recovered)
-            survey.take(store.jobs[recovered.id]!, now: now)
-        }
+        let requeuedJobs = survey.recoverInterrupted(
+            into: &store, crashed: crashed, now: now, owesHook: { HookRun.command(for: $0, config: config) != nil })
         self.store = JobStore(replayed: store, journal: dependencies.journal, compactAfter: config.compactAfter)
         self.requeuedAtStart = requeuedJobs
         self.owedAtStart = (survey.owedHooks, survey.owedDiscards)

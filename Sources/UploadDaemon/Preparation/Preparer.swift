@@ -25,6 +25,20 @@ struct Preparer: Sendable {
 
     /// Prepares `source` (the job's snapshot, open). When no step changed a byte, the prepared
     /// file is the snapshot itself.
+    /// Prepares a queued job from its snapshot: the file its upload sends, or why not.
+    func prepare(_ job: Job) async -> Result<PreparedFile, any Error> {
+        do {
+            guard let snapshot = job.snapshot else {
+                throw TransferFailure.source("job \(job.id) has no source snapshot")
+            }
+            let source = try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
+            let fileName = SafeFileName.component(from: job.spec.source) ?? "file"
+            return .success(try await prepare(job, source: source, fileName: fileName))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     func prepare(_ job: Job, source: SourceFile, fileName: String) async throws -> PreparedFile {
         let finalPath = cache.newPreparedPath(for: job.id)
         var current = source

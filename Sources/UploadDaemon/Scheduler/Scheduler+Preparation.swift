@@ -23,21 +23,11 @@ extension Scheduler {
         job.record("preparing (\(job.spec.preparation.map(\.step).joined(separator: ", ")))", at: dependencies.now())
         store.saveSoon(job)
         let preparer = self.preparer
-        let fileName = SafeFileName.component(from: job.spec.source) ?? "file"
         let id = job.id
         preparationRuns += 1
         let run = preparationRuns
-        let task = Task { [weak self] in
-            let result: Result<PreparedFile, any Error>
-            do {
-                guard let snapshot = job.snapshot else {
-                    throw TransferFailure.source("job \(id) has no source snapshot")
-                }
-                let source = try SourceFile(snapshot: snapshot, displayPath: job.spec.source)
-                result = .success(try await preparer.prepare(job, source: source, fileName: fileName))
-            } catch {
-                result = .failure(error)
-            }
+        let task = Task { [weak self, job] in
+            let result = await preparer.prepare(job)
             await self?.preparationEnded(id, run: run, result)
         }
         preparing[id] = (run, task)

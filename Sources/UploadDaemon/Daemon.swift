@@ -291,10 +291,15 @@ final class Daemon: Sendable {
     }
 
     func status() async -> DaemonStatus {
-        await scheduler.status(
-            socket: socketPath, startedAt: startedAt, journalDamage: journalDamage,
-            configWarnings: configReport.warnings,
-            configErrors: configReport.errors)
+        let queue = await scheduler.queueStatus()
+        return DaemonStatus(
+            version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt),
+            jobs: queue.jobs,
+            speed: queue.speed, maxTransfers: queue.transfers,
+            stateDirectory: (options.stateDirectory as NSString).standardizingPath,
+            cacheDirectory: (options.cacheDirectory as NSString).standardizingPath, socket: socketPath,
+            journalBytes: journal.fileBytes, journalDamage: journalDamage, configWarnings: configReport.warnings,
+            configErrors: configReport.errors, bandwidthLimit: queue.limit, conditions: queue.conditions)
     }
 
     /// WATCHDOG=1 at half the interval systemd asks for, and only after the scheduler answered:

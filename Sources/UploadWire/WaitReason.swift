@@ -10,4 +10,11 @@ public enum WaitReason: String, CaseIterable, Sendable {
         case .battery: return "waiting for mains power"
         }
     }
+
+    /// How many of `reasons` are each reason; every reason is a key, zero or not.
+    public static func counts(of reasons: some Sequence<WaitReason>) -> [WaitReason: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: allCases.map { ($0, 0) })
+        for reason in reasons { counts[reason, default: 0] += 1 }
+        return counts
+    }
 }

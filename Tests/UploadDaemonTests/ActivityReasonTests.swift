@@ -13,7 +13,7 @@ struct ActivityReasonTests {
             retryAfter: nil)
         let error = failure.error
         #expect(error.message.hasPrefix("PUT http://127.0.0.1:37657/up/three.bin: "), "\(error.message)")
-        #expect(Scheduler.reason(error).hasPrefix("HTTP 503"), "\(Scheduler.reason(error))")
+        #expect(JobActivity.reason(error).hasPrefix("HTTP 503"), "\(JobActivity.reason(error))")
     }
 
     @Test func otherMessagesStayWhole() {
@@ -21,7 +21,7 @@ struct ActivityReasonTests {
             "connect to 127.0.0.1 port 1 failed: Connection refused", "PUT: no URL: odd",
             "no bytes moved for 60s; the connection stalled", "GET a b://c: d",
         ] {
-            #expect(Scheduler.reason(JobError(code: "network", message: message)) == message)
+            #expect(JobActivity.reason(JobError(code: "network", message: message)) == message)
         }
     }
 }

@@ -50,7 +50,7 @@ extension Scheduler {
                         continue
                     }
                     if let first = tokensInBatch[token] {
-                        try Self.checkSameAdd(spec, as: first.spec, token: token, job: nil)
+                        try spec.checkSameAdd(as: first.spec, token: token, job: nil)
                         run.sameTokenAs.append((index, first.index))
                         continue
                     }
@@ -149,22 +149,6 @@ extension Scheduler {
                     code: RPCError.invalidTransitionCode, message: "job \(id) was removed before its add was answered"))
         }
         return .success(info(for: job))
-    }
-
-    /// The reply when a change was made but its record could not reach the disk (a full disk): the
-    /// change holds and is saved by itself once there is room (`catchUpWithJournal`); until then a
-    /// crash would undo it. The error says so, rather than that nothing happened.
-    static func appliedButNotSaved(_ what: String, _ error: any Error) -> RPCError {
-        RPCError(
-            code: RPCError.noSpaceCode,
-            message:
-                "done (\(what)), but not saved yet: \(error); it is saved by itself as soon as there is room (a crash before that would undo it)"
-        )
-    }
-
-    static func describe(_ ids: [JobID]) -> String {
-        let shown = ids.prefix(5).map(\.description).joined(separator: ", ")
-        return (ids.count == 1 ? "job " : "jobs ") + shown + (ids.count > 5 ? " and \(ids.count - 5) more" : "")
     }
 
     /// The batch a job joins: one named must have been started (its first job's ID).

@@ -4,13 +4,6 @@ import UploadHTTP
 import UploadPlatform
 import UploadWire
 
-/// An upload's end, journaled, waiting for its sync before anyone hears of it.
-struct EndAwaitingSync {
-    var ticket: Journal.DurableTicket
-    var job: Job
-    var deletesCachedFile: Bool
-}
-
 /// Running transfer attempts: start, progress, and the outcome fed back into the state machine.
 extension Scheduler {
     func startAttempt(_ queued: Job) {
@@ -26,7 +19,7 @@ extension Scheduler {
                 target.needsProbe ? nil : try dependencies.makeTransfer(target.uploadProtocol, dependencies.http)
             return (target, transfer)
         }
-        if case .success(let (target, _)) = resolved, let reason = holdReason(for: target) {
+        if case .success(let (target, _)) = resolved, let reason = conditions.holdReason(for: target) {
             hold(job, reason)
             return
         }

@@ -10,38 +10,7 @@ extension Scheduler {
     func jobAlreadyAdded(for spec: JobSpec) throws(RPCError) -> JobID? {
         guard let token = spec.clientToken, let existing = clientTokens[token], let job = store.jobs[existing]
         else { return nil }
-        try Self.checkSameAdd(spec, as: job.spec, token: token, job: existing)
+        try spec.checkSameAdd(as: job.spec, token: token, job: existing)
         return existing
-    }
-
-    /// Refuses `spec` when it asks for another upload than `earlier`, the add that took `token`
-    /// first (job `job`; nil: one before it in the same request).
-    static func checkSameAdd(_ spec: JobSpec, as earlier: JobSpec, token: String, job: JobID?) throws(RPCError) {
-        guard let difference = differences(spec, earlier).first else { return }
-        let taken = job.map { "job \($0)" } ?? "another file of this add"
-        throw RPCError(
-            code: RPCError.invalidParamsCode,
-            message:
-                "client token '\(token)' was given for \(taken), with another \(difference): a token names one "
-                + "upload; give this one a token of its own, or send the same add to have \(taken)'s answer again")
-    }
-
-    /// What a person would call the parameters in which two adds differ. Not compared: what may
-    /// change after an add without making it another upload (its priority, its batch, the umask of
-    /// the shell that sent it).
-    private static func differences(_ new: JobSpec, _ old: JobSpec) -> [String] {
-        var differences: [String] = []
-        if new.source != old.source { differences.append("file (\(old.source) then \(new.source))") }
-        if new.destination != old.destination { differences.append("destination") }
-        if new.uploadProtocol != old.uploadProtocol { differences.append("protocol") }
-        if new.headers != old.headers || new.fields != old.fields || new.fileField != old.fileField {
-            differences.append("set of headers or form fields")
-        }
-        if new.user != old.user { differences.append("user") }
-        if new.chunkSize != old.chunkSize { differences.append("chunk size") }
-        if new.snapshot != old.snapshot { differences.append("snapshot mode") }
-        if new.preparation != old.preparation { differences.append("image SPEC") }
-        if (new.metadata ?? [:]) != (old.metadata ?? [:]) { differences.append("metadata") }
-        return differences
     }
 }

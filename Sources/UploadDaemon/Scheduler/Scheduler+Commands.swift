@@ -57,7 +57,8 @@ extension Scheduler {
             do {
                 try await announceOnceSaved(planned.map(\.0), ticket)
             } catch {
-                throw Self.appliedButNotSaved("\(command.rawValue) \(Self.describe(planned.map(\.0.id)))", error)
+                throw RPCError.appliedButNotSaved(
+                    "\(command.rawValue) \(RPCError.describe(planned.map(\.0.id)))", error)
             }
         }
         for (job, effects) in planned where effects.contains(.deleteCachedFile) {
@@ -137,7 +138,7 @@ extension Scheduler {
         do {
             try await announceOnceSaved([changed], store.saveDurably([.job(changed)]))
         } catch {
-            throw Self.appliedButNotSaved(what, error)
+            throw RPCError.appliedButNotSaved(what, error)
         }
         fillSlots()
         return info(for: store.jobs[changed.id] ?? changed)
@@ -150,7 +151,7 @@ extension Scheduler {
         do {
             try await announceOnceSaved(finished, store.saveDurably(records))
         } catch {
-            throw Self.appliedButNotSaved("clear \(finished.count) finished jobs", error)
+            throw RPCError.appliedButNotSaved("clear \(finished.count) finished jobs", error)
         }
         for job in finished { dependencies.snapshots.discardFiles(of: job) }
         HeapTrimmer.trimSoon()
@@ -213,7 +214,7 @@ extension Scheduler {
             try await announceOnceSaved([job], store.saveDurably([forgotten]))
             dependencies.snapshots.discardFiles(of: job)
         } catch {
-            throw Self.appliedButNotSaved("delete job \(job.id)", error)
+            throw RPCError.appliedButNotSaved("delete job \(job.id)", error)
         }
         return job
     }

@@ -86,17 +86,10 @@ extension Scheduler {
         }
     }
 
-    /// How long a copied file waits before it is saved: its upload's time left, when that is
-    /// shorter than the disk would take to write the copy (at 256 MiB/s, a cautious disk); nil:
-    /// save it now (the upload is not running, its speed is not known yet, or it has far to go).
+    /// How long a copied file waits before it is saved (`GrowingCopy.deferral`); nil: now.
     private func deferral(of id: JobID, copy: GrowingCopy) -> Duration? {
         guard let attempt = running[id], let job = store.jobs[id], job.state == .running else { return nil }
-        let speed = attempt.meter.speed
-        guard speed > 0 else { return nil }
-        let timeLeft = Double(max(job.bytesTotal - attempt.meter.bytesSent, 0)) / speed
-        let diskTime = Double(copy.size) / Double(256 << 20)
-        guard timeLeft < diskTime else { return nil }
-        return .milliseconds(Int(timeLeft * 1000) + 250)
+        return copy.deferral(bytesLeft: job.bytesTotal - attempt.meter.bytesSent, speed: attempt.meter.speed)
     }
 
     /// The longest a copied file waits for its upload to end before it is saved anyway.

@@ -20,12 +20,6 @@ extension Scheduler {
     /// queue's order says, and a crawling transfer still gives way to it (`judgePaces`).
     static let lookAheadForOtherServers = 32
 
-    /// The most transfers to one server while jobs for other servers wait: the config's
-    /// `transfers_per_server`, else one fewer than `transfers`, at least 1.
-    var transfersPerServer: Int {
-        config.transfersPerServer ?? max(config.maxTransfers - 1, 1)
-    }
-
     /// The server a job sends to (`ServerShares.server(of:)`).
     func server(of job: Job) -> String {
         ServerShares.server(of: job.spec.destination)
@@ -33,28 +27,19 @@ extension Scheduler {
 
     // MARK: Crawling transfers
 
-    /// A transfer is judged over this long: one that moved less than `crawlSpeed` in it crawls.
-    /// 30 s, or `min_speed_time` when that is shorter.
-    var paceWindow: Duration { .seconds(min(30, config.minSpeedTime)) }
-
-    /// Four times `min_speed` (8 KiB/s by default), or 8 KiB/s when that rule is off.
-    var crawlSpeed: Double {
-        Double(config.minSpeed > 0 ? 4 * config.minSpeed : 8 << 10)
-    }
-
-    /// Once a `paceWindow`, for each running transfer: whether it crawled through it. Then the
+    /// Once a `paceWindow` (`DaemonConfig+Fairness`), for each running transfer: whether it crawled through it. Then the
     /// job queued first takes the slot of the crawling transfer of the lowest priority, if its own
     /// priority is higher and it could not start otherwise. Called by the ticker.
     func judgePaces() {
         let now = ContinuousClock.now
         // uploadd's own limit may be what keeps a transfer slow: then it does not crawl.
         let share = bandwidthLimit.map { Double($0) / Double(max(running.count, 1)) }
-        let limitedBelowCrawl = share.map { $0 < 2 * crawlSpeed } ?? false
-        for (id, attempt) in running where now - attempt.paceMark.at >= paceWindow {
+        let limitedBelowCrawl = share.map { $0 < 2 * config.crawlSpeed } ?? false
+        for (id, attempt) in running where now - attempt.paceMark.at >= config.paceWindow {
             let bytes = attempt.meter.bytesSent
             let seconds = Double((now - attempt.paceMark.at).components.seconds)
             running[id]?.isCrawling =
-                !limitedBelowCrawl && Double(bytes - attempt.paceMark.bytes) / seconds < crawlSpeed
+                !limitedBelowCrawl && Double(bytes - attempt.paceMark.bytes) / seconds < config.crawlSpeed
             running[id]?.paceMark = (now, bytes)
         }
         setAsideACrawlerForTheJobWaiting()
@@ -62,7 +47,7 @@ extension Scheduler {
 
     /// The job first in the queue, when it cannot start for lack of a slot, takes the slot of a
     /// crawling transfer whose job has a lower priority, or that sends to a server holding more
-    /// than its share of slots (`transfersPerServer`: it took them while no other server had work)
+    /// than its share of slots (`config.serverShare`: it took them while no other server had work)
     /// when the job waiting is for another server. The transfer is stopped and its job queued
     /// again in its place (a resumable protocol goes on from what the server has).
     private func setAsideACrawlerForTheJobWaiting() {
@@ -79,15 +64,15 @@ extension Scheduler {
             if job.spec.priority < waiting.spec.priority {
                 return (job, "priority \(waiting.spec.priority)")
             }
-            if attempt.server != waitingServer, perServer[attempt.server, default: 0] > transfersPerServer {
-                return (job, "another server's, while this one holds more than \(transfersPerServer) of the slots")
+            if attempt.server != waitingServer, perServer[attempt.server, default: 0] > config.serverShare {
+                return (job, "another server's, while this one holds more than \(config.serverShare) of the slots")
             }
             return nil
         }
         guard let chosen = candidates.min(by: { $0.job.spec.priority < $1.job.spec.priority }) else { return }
         var job = chosen.job
         let message =
-            "set aside for job \(waiting.id) (\(chosen.why)): this upload moved under \(ByteSize.formatRate(crawlSpeed)) for \(paceWindow.components.seconds)s; it goes on when a slot is free"
+            "set aside for job \(waiting.id) (\(chosen.why)): this upload moved under \(ByteSize.formatRate(config.crawlSpeed)) for \(config.paceWindow.components.seconds)s; it goes on when a slot is free"
         guard job.setAside(message, at: dependencies.now()) else { return }
         Log.job(.notice, JobLogContext(job), message)
         store.saveSoon(job)

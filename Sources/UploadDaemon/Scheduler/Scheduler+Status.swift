@@ -44,51 +44,24 @@ extension Scheduler {
 
     /// The short status line: "2 uploading, 5 queued, 38.2 MiB/s".
     func statusText() -> String {
-        let counts = stateCounts()
-        let speed = totalSpeed
-        var parts = ["\(counts[.running] ?? 0) uploading", "\(counts[.queued] ?? 0) queued"]
-        let held = heldBack()
-        for reason in WaitReason.allCases {
-            if let count = held[reason], count > 0 { parts.append("\(count) \(reason.description)") }
-        }
-        if let failed = counts[.failed], failed > 0 { parts.append("\(failed) failed") }
-        if speed > 0 { parts.append(ByteSize.formatRate(speed)) }
-        if let bandwidthLimit { parts.append("limit \(ByteSize.formatRate(Double(bandwidthLimit)))") }
-        return parts.joined(separator: ", ")
+        StatusLine.text(counts: stateCounts(), held: heldBack(), speed: totalSpeed, limit: bandwidthLimit)
     }
 
     /// The status line for a READY=1 message; it counts as sent, so it is not repeated.
-    func takeStatusText() -> String {
-        lastStatusText = statusText()
-        lastStatusAt = ContinuousClock.now
-        return lastStatusText
-    }
+    func takeStatusText() -> String { statusReports.sent(statusText(), at: .now) }
 
     func reportStatusIfChanged() {
         let text = statusText()
-        // Only changes, at most about once a second (idle and finished states always get through).
-        let now = ContinuousClock.now
-        guard text != lastStatusText, running.isEmpty || now - lastStatusAt >= .seconds(1) else { return }
-        lastStatusText = text
-        lastStatusAt = now
-        dependencies.reportStatus(text)
+        if statusReports.isDue(text, at: .now, busy: !running.isEmpty) {
+            dependencies.reportStatus(statusReports.sent(text, at: .now))
+        }
     }
 
     func stateCounts() -> [JobState: Int] { store.stateCounts.filter { $0.value > 0 } }
 
     /// The public view of a job, with live numbers when it is running.
     func info(for job: Job, includeHistory: Bool = false) -> JobInfo {
-        if let attempt = running[job.id], job.state == .running {
-            let reading = attempt.meter.reading
-            var info = JobInfo(
-                job: job, bytesSent: attempt.meter.bytesSent, speed: reading.speed, speedSettled: reading.settled,
-                includeHistory: includeHistory)
-            info.activity = activity(of: job)
-            return info
-        }
-        var info = JobInfo(job: job, includeHistory: includeHistory, waiting: waiting[job.id]?.rawValue)
-        if job.state == .queued { info.activity = activity(of: job) }
-        return info
+        JobActivity.info(job, facts(of: job), includeHistory: includeHistory)
     }
 
     func get(_ id: JobID) throws(RPCError) -> JobInfo {
@@ -106,32 +79,23 @@ extension Scheduler {
         return (withPositions(page.ids.map { info(for: store.jobs[$0]!) }), page.next)
     }
 
-    func status(
-        socket: String, startedAt: Date, journalDamage: String?, configWarnings: [String], configErrors: [String]
-    ) -> DaemonStatus {
+    /// The queue's part of `daemon.status`: jobs by state (every state a key), speed, slots,
+    /// the bandwidth limit, the connection and power, and what held-back jobs wait for.
+    func queueStatus() -> (
+        jobs: [String: Int], speed: Double, transfers: Int, limit: Int64?, conditions: DaemonConditions
+    ) {
         let counts = stateCounts()
-        var byName: [String: Int] = [:]
-        for state in JobState.allCases { byName[state.rawValue] = counts[state] ?? 0 }
-        return DaemonStatus(
-            version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt), jobs: byName,
-            speed: totalSpeed, maxTransfers: config.maxTransfers,
-            stateDirectory: (dependencies.journal.path as NSString).deletingLastPathComponent,
-            cacheDirectory: (dependencies.snapshots.directory as NSString).deletingLastPathComponent, socket: socket,
-            journalBytes: dependencies.journal.fileBytes, journalDamage: journalDamage, configWarnings: configWarnings,
-            configErrors: configErrors, bandwidthLimit: bandwidthLimit,
-            conditions: DaemonConditions(
-                metered: conditions.metered, onBattery: conditions.onBattery,
-                waiting: Dictionary(
-                    uniqueKeysWithValues: heldBack().map { ($0.key.rawValue, $0.value) })))
+        let jobs = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, counts[$0] ?? 0) })
+        let waiting = Dictionary(uniqueKeysWithValues: heldBack().map { ($0.key.rawValue, $0.value) })
+        return (
+            jobs, totalSpeed, config.maxTransfers, bandwidthLimit,
+            DaemonConditions(metered: conditions.metered, onBattery: conditions.onBattery, waiting: waiting)
+        )
     }
 
     /// All running uploads' speeds together, bytes per second.
     var totalSpeed: Double { running.values.reduce(0) { $0 + $1.meter.speed } }
 
     /// How many queued jobs wait for each reason; every reason is a key, zero or not.
-    func heldBack() -> [WaitReason: Int] {
-        var counts = Dictionary(uniqueKeysWithValues: WaitReason.allCases.map { ($0, 0) })
-        for reason in waiting.values { counts[reason, default: 0] += 1 }
-        return counts
-    }
+    func heldBack() -> [WaitReason: Int] { WaitReason.counts(of: waiting.values) }
 }

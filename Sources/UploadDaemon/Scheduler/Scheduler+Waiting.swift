@@ -38,15 +38,6 @@ extension Scheduler {
         reportStatusIfChanged()
     }
 
-    /// Why a job must not start now, if it must not: a metered connection or battery power its
-    /// destination is set to spare. Local copies never wait.
-    func holdReason(for target: ResolvedTarget) -> WaitReason? {
-        guard TransferRegistry.entry(target.uploadProtocol).usesNetwork else { return nil }
-        if conditions.isMetered && target.waitOnMetered { return .metered }
-        if conditions.isOnBattery && target.waitOnBattery { return .battery }
-        return nil
-    }
-
     /// Keeps a queued job from starting until what it waits for changes.
     func hold(_ job: Job, _ reason: WaitReason) {
         guard waiting[job.id] != reason else { return }

@@ -42,25 +42,6 @@ actor Scheduler {
         var startRecordDelay: Duration = .milliseconds(100)
     }
 
-    struct RunningAttempt {
-        var task: Task<Void, Never>
-        var meter: ProgressMeter
-        var ackedAtStart: Int64
-        var target: ResolvedTarget
-        /// What it had left to send when it started (`TransferSlots`).
-        var bytesLeft: Int64
-        /// Its place in the set of running jobs the crash marker lists.
-        var crashSlot: RunningJobs.Slot?
-        /// Whether the daemon died in an earlier attempt of its job: then it runs alone (`fillSlots`).
-        var isSuspect = false
-        /// The server it sends to (`ServerShares.server(of:)`), for the cap on transfers per server.
-        var server: String
-        /// Its bytes on the wire at the start of the window its pace is judged over, and whether
-        /// the last window found it crawling (`Scheduler+Fairness`).
-        var paceMark: (at: ContinuousClock.Instant, bytes: Int64)
-        var isCrawling = false
-    }
-
     let dependencies: Dependencies
     var config: DaemonConfig
     /// The jobs in memory and their records in the journal (`JobStore`: apply, then save).
@@ -105,8 +86,7 @@ actor Scheduler {
     var retryTimerDeadline: Date?
     var ticker: Task<Void, Never>?
     var journalCatchUp: Task<Void, Never>?
-    var lastStatusText = ""
-    var lastStatusAt = ContinuousClock.now - .seconds(10)
+    var statusReports = StatusLine.Reports()
     /// Jobs that were running when the daemon last stopped, journaled as queued by `start()`.
     private var requeuedAtStart: [Job] = []
     /// Found by the pass over the replayed jobs, for `start()`: jobs whose hook is owed, and
@@ -238,7 +218,7 @@ actor Scheduler {
         // Jobs for a server at its cap, passed over so that jobs for other servers can go first.
         var passedOver = 0
         var firstPassedOver = 0
-        var servers = ServerShares(cap: transfersPerServer, running: running.values.lazy.map(\.server))
+        var servers = ServerShares(cap: config.serverShare, running: running.values.lazy.map(\.server))
         let slots = config.transferSlots
         filling: while !stopping, running.count < slots.mostAtOnce, !isRunningASuspect, let id = ready.popFirst() {
             guard let job = store.jobs[id], job.state == .queued else { continue }

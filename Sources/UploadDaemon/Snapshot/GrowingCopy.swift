@@ -264,3 +264,17 @@ private struct OriginalState: Equatable {
             && left.changed.tv_sec == right.changed.tv_sec && left.changed.tv_nsec == right.changed.tv_nsec
     }
 }
+
+extension GrowingCopy {
+    /// How long a copied file waits before it is saved, for an upload with `bytesLeft` to send at
+    /// `speed`: its time left, when that is shorter than the disk would take to write the copy
+    /// (at 256 MiB/s, a cautious disk); nil: save it now (its speed is not known yet, or it has
+    /// far to go).
+    func deferral(bytesLeft: Int64, speed: Double) -> Duration? {
+        guard speed > 0 else { return nil }
+        let timeLeft = Double(max(bytesLeft, 0)) / speed
+        let diskTime = Double(size) / Double(256 << 20)
+        guard timeLeft < diskTime else { return nil }
+        return .milliseconds(Int(timeLeft * 1000) + 250)
+    }
+}

@@ -2,6 +2,7 @@ import CSystemd
 import Foundation
 import Glibc
 import UploadPlatform
+import UploadWire
 
 /// What the machine's services say about the connection and the power: NetworkManager's `Metered`
 /// and UPower's `OnBattery`, read over the system bus with sd-bus and followed through their
@@ -162,3 +163,14 @@ private let busSignal:
         if let userdata { Unmanaged<BusConnection>.fromOpaque(userdata).takeUnretainedValue().signalArrived() }
         return 0
     }
+
+extension PowerAndNetwork {
+    /// Why an upload to `target` must not start now, if it must not: a metered connection or
+    /// battery power its destination is set to spare. Local copies never wait.
+    func holdReason(for target: ResolvedTarget) -> WaitReason? {
+        guard TransferRegistry.entry(target.uploadProtocol).usesNetwork else { return nil }
+        if isMetered && target.waitOnMetered { return .metered }
+        if isOnBattery && target.waitOnBattery { return .battery }
+        return nil
+    }
+}

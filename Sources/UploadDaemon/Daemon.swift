@@ -296,8 +296,10 @@ final class Daemon: Sendable {
             version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt),
             jobs: queue.jobs,
             speed: queue.speed, maxTransfers: queue.transfers,
-            stateDirectory: (options.stateDirectory as NSString).standardizingPath,
-            cacheDirectory: (options.cacheDirectory as NSString).standardizingPath, socket: socketPath,
+            stateDirectory: (journal.path as NSString).deletingLastPathComponent,
+            // As the snapshot cache names it (`SnapshotCache.directory`'s folder): no symlink resolved.
+            cacheDirectory: ((options.cacheDirectory + "/snapshots") as NSString).deletingLastPathComponent,
+            socket: socketPath,
             journalBytes: journal.fileBytes, journalDamage: journalDamage, configWarnings: configReport.warnings,
             configErrors: configReport.errors, bandwidthLimit: queue.limit, conditions: queue.conditions)
     }

@@ -50,8 +50,9 @@ struct AddRun {
 
     /// Phase 4: the copies (`--snapshot`), and the jobs. Copies made one by one are synced in
     /// phase 5, all of them after the last is made.
-    mutating func makeCopies(_ snapshots: SnapshotCache, now: Date) async {
+    mutating func makeCopies(_ snapshots: SnapshotCache, now clock: () -> Date) async {
         let copied = await snapshots.takeSnapshots(accepted.map { ($0.spec, $0.original, $0.id) })
+        let now = clock()  // the jobs are made now, once their copies are
         for (item, outcome) in zip(accepted, copied) {
             switch outcome {
             case .success(let (snapshot, growing)):

@@ -27,4 +27,15 @@ struct BandwidthLimitFile: Sendable {
         }
         try FileOps.writeAtomically(Array("\(rate)\n".utf8), to: path)
     }
+
+    /// `save`, for `uploadctl limit`: a failure says that nothing changed.
+    func keep(_ rate: Int64?) throws(RPCError) {
+        do {
+            try save(rate)
+        } catch {
+            throw RPCError(
+                code: RPCError.noSpaceCode,
+                message: "cannot keep the bandwidth limit in the state directory: \(error); nothing changed")
+        }
+    }
 }

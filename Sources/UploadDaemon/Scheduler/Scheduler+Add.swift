@@ -28,7 +28,7 @@ extension Scheduler {
         await turn?.wait()
         assignIDs(&run, originals: originals)
         turn?.end()
-        await run.makeCopies(dependencies.snapshots, now: dependencies.now())
+        await run.makeCopies(dependencies.snapshots, now: dependencies.now)
         await run.saveCopies(dependencies.snapshots)
         if !run.jobs.isEmpty { await journalAndQueue(&run) }
         return await answers(run)

@@ -75,8 +75,10 @@ extension Scheduler {
                 },
                 note: { [weak self] message in await self?.note(id, message) }))
         let task = Task(executorPreference: executor) { [weak self] in
+            // Held for the attempt's length: its progress and its end must reach the queue.
+            guard let self else { return }
             let outcome = await run.run()
-            await self?.attemptEnded(id, outcome: outcome)
+            await self.attemptEnded(id, outcome: outcome)
         }
         running[id] = RunningAttempt(
             task: task, meter: meter, ackedAtStart: job.bytesAcked, target: target, bytesLeft: job.bytesLeft,

@@ -301,18 +301,11 @@ extension Scheduler {
     /// Limits all uploads together to `rate` bytes per second (nil: no limit), shared equally among
     /// the running ones; they follow within a second. Kept across restarts until changed.
     func setBandwidthLimit(_ rate: Int64?) throws(RPCError) -> Int64? {
-        do {
-            try dependencies.bandwidthLimitFile?.save(rate)
-        } catch {
-            throw RPCError(
-                code: RPCError.noSpaceCode,
-                message: "cannot keep the bandwidth limit in the state directory: \(error); nothing changed")
-        }
+        try dependencies.bandwidthLimitFile?.keep(rate)
         bandwidthLimit = rate
         dependencies.applyBandwidthLimit(rate)
         Log.info(rate.map { "bandwidth limit: \(ByteSize.formatRate(Double($0)))" } ?? "bandwidth limit: off")
         reportStatusIfChanged()
         return rate
     }
-
 }

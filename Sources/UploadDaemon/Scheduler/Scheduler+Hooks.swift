@@ -62,7 +62,8 @@ extension Scheduler {
         job.record(String(summary.prefix(300)), at: dependencies.now())
         do {
             // Durable: a hook that ran must not run again after a crash.
-            try await announceOnceSaved([job], store.saveDurably(job))
+            try await waitUntilDurable(store.saveDurably(job))
+            announce(job)
         } catch {
             Log.error("job \(id): cannot journal that its hook ran: \(error); it may run again after a restart")
         }

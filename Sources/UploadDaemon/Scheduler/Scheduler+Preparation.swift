@@ -57,7 +57,8 @@ extension Scheduler {
             job.record("prepared: \(made)", at: dependencies.now())
             do {
                 // Named in the journal, on disk, before any of it is sent: a resume sends these bytes.
-                try await announceOnceSaved([job], store.saveDurably(job))
+                try await waitUntilDurable(store.saveDurably(job))
+                announce(job)
             } catch {
                 // The job in memory has its file; only the journal lacks it. A restart sweeps the
                 // file away and prepares again.

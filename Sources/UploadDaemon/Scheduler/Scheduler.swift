@@ -138,6 +138,8 @@ actor Scheduler {
 
     /// Starts work after replay: requeued jobs are journaled, transfers started.
     func start() async {
+        // First: no job has run yet, so no held add has ended before this.
+        store.writeFailed = { [weak self] in Task { await self?.catchUpWithJournal() } }
         // Durable before anything runs: a job that crashes the daemon at once must find its crash
         // counted at the next start, or it would crash it forever.
         if !requeuedAtStart.isEmpty {
@@ -148,7 +150,6 @@ actor Scheduler {
             }
         }
         requeuedAtStart = []
-        store.writeFailed = { [weak self] in Task { await self?.catchUpWithJournal() } }
         store.compactIfWorthwhile()
         // Canceled jobs whose partial upload the server may still hold (the daemon stopped before
         // the discard went through): try again. Clients served since replay may have changed them.

@@ -92,6 +92,7 @@ extension JobStore {
             do {
                 try await journal.waitUntilDurable(ticket)
                 failure = nil
+                if journal.isBehind { writeFailed() }  // a compaction's rename not synced
             } catch {
                 writeFailed()
                 failure = RPCError(code: RPCError.noSpaceCode, message: "cannot journal the new job: \(error)")

@@ -32,8 +32,9 @@ struct JobStore {
     /// Records written since the last compaction beyond which the journal is rewritten
     /// (`compact_after`), unless the live jobs need more.
     var compactAfter: Int
-    /// Told when a write nobody else waits for failed (a full disk): memory is ahead of the
-    /// journal, and the owner starts catching up (`Scheduler.durability(of:)`).
+    /// Told when a write nobody else waits for failed (a full disk), or left the journal behind:
+    /// memory is ahead of the journal, and the owner starts catching up
+    /// (`Scheduler.catchUpWithJournal`). Set once the owner exists.
     var writeFailed: @Sendable () -> Void = {}
 
     init(replayed: JournalState, journal: Journal, compactAfter: Int) {

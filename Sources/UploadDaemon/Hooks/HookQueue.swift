@@ -42,5 +42,4 @@ struct HookQueue {
         running -= 1
     }
 
-    var waiting: Int { backlog.count - start }
 }

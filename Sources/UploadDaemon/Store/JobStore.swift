@@ -44,7 +44,6 @@ struct JobStore {
     }
 
     var jobs: [JobID: Job] { state.jobs }
-    var nextID: UInt64 { state.nextID }
     var stateCounts: [JobState: Int] { state.stateCounts }
     var unfinishedInBatch: [JobID: Int] { state.unfinishedInBatch }
 

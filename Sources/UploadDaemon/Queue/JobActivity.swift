@@ -14,7 +14,8 @@ enum JobActivity {
         var meter: ProgressMeter?
         var waiting: WaitReason?
         var preparing = false
-        var now: Date
+        /// The time of day, asked only for a job waiting out a retry (a list of thousands asks none).
+        var now: () -> Date
     }
 
     /// The public view of a job, with live numbers when it is running.
@@ -44,7 +45,7 @@ enum JobActivity {
             if facts.preparing { return "preparing: \(steps(of: job))" }
             if job.needsPreparation { return "waiting to be prepared: \(steps(of: job))" }
             if let next = job.nextAttemptAt {
-                let seconds = max(next.timeIntervalSince(facts.now), 0)
+                let seconds = max(next.timeIntervalSince(facts.now()), 0)
                 let why = job.error.map { ": \(reason($0))" } ?? ""
                 return "retrying in \(formatSeconds(seconds))\(why)"
             }

@@ -5,7 +5,7 @@ extension Scheduler {
     func facts(of job: Job) -> JobActivity.Facts {
         JobActivity.Facts(
             meter: running[job.id]?.meter, waiting: waiting[job.id], preparing: preparing[job.id] != nil,
-            now: dependencies.now())
+            now: dependencies.now)
     }
 
 }

@@ -1299,6 +1299,23 @@ def stop(d: Path) -> None:
         raise ServerError("could not end " + ", ".join(describe(pid) for pid in sorted(left)))
 
 
+# A port is free when free_port() closes its socket, but it lies in the kernel's ephemeral range: an
+# outgoing connection (another server's start probe, a browser, apt) may take it before the server
+# binds it. That server then exits with "address already in use"; it is started again on new ports.
+PORT_ATTEMPTS = 4
+
+
+def start_retrying_lost_ports(start_server, d: Path):
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return start_server(d)
+        except ServerError as error:
+            if attempt == PORT_ATTEMPTS or "address already in use" not in str(error).lower():
+                raise
+            print(f"servers.py: a port was taken before its server bound it; starting again "
+                  f"(attempt {attempt + 1} of {PORT_ATTEMPTS})", file=sys.stderr)
+
+
 def start(d: Path, only: list[str] | None = None) -> None:
     chosen = [(name, starter) for name, starter in SERVERS if not only or name in only]
     unknown = set(only or []) - {name for name, _ in SERVERS}
@@ -1315,7 +1332,7 @@ def start(d: Path, only: list[str] | None = None) -> None:
     try:
         # All at once: each mostly waits for its server to answer. Their results in SERVERS' order.
         with ThreadPoolExecutor(max_workers=len(chosen) or 1) as pool:
-            futures = [pool.submit(start_server, d) for _, start_server in chosen]
+            futures = [pool.submit(start_retrying_lost_ports, start_server, d) for _, start_server in chosen]
             results = [future.result() for future in futures]
     except BaseException:
         stop(d)

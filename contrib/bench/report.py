@@ -45,7 +45,9 @@ def judge(r: dict) -> dict:
     r["ratio"] = mine["median"] / theirs["median"] if mine and theirs and theirs["median"] else None
     r["met"] = None
     check = r["check"]
-    if check and mine:
+    if check and mine and check[0] == "between":
+        r["met"] = check[1] <= mine["median"] <= check[2]
+    elif check and mine:
         kind, op = check[0], OPS[check[1]]
         if kind == "value":
             r["met"] = op(mine["median"], check[2])

@@ -10,7 +10,8 @@ and stops everything it started, also on failure or Ctrl-C. See contrib/bench/RE
 
 Exit status: 0; 1 when setup failed; 2 when a scenario broke, or a measurement of uploadd's (or
 uploadctl's) is missing: its run failed, or the server did not end up with the bytes it was sent;
-3 with --strict when a target is missed (or cannot be judged); 130 when interrupted.
+3 with --strict when a target is missed (or cannot be judged), or a row not bound by noise is more
+than 10% worse than in the committed RESULTS.json (regression.py); 130 when interrupted.
 """
 
 import argparse
@@ -31,6 +32,7 @@ import control  # noqa: E402
 import images  # noqa: E402
 import longlife  # noqa: E402
 import measure  # noqa: E402
+import regression  # noqa: E402
 import report  # noqa: E402
 import transfers  # noqa: E402
 from benchenv import REPO, log  # noqa: E402
@@ -53,7 +55,9 @@ SCENARIOS = [
     ("13", control.queue_scaling),
     ("14", control.dead_server),
     ("15", transfers.https_versions),
+    ("16", transfers.global_limit),
 ]
+COMMITTED = REPO / "contrib" / "bench" / "RESULTS.json"
 WITHOUT_SERVERS = {"8", "9", "10", "14"}
 
 
@@ -69,7 +73,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and 1 run each (a smoke run, ~1 min)")
     parser.add_argument("--runs", type=int, help="runs per contender (default 5, --quick 1)")
-    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 14")
+    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 16")
     parser.add_argument("--out", type=Path,
                         help="the markdown table; the JSON goes beside it (default: contrib/bench/RESULTS.md for "
                              "a full run of every scenario, else .build/bench-results/RESULTS.md)")
@@ -142,6 +146,7 @@ def main(argv=None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     started = time.monotonic()
+    baseline = regression.load(COMMITTED)  # read before a full run writes over it
     registry = measure.Registry()
     bench = Bench(args, registry)
     results = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -219,6 +224,14 @@ def main(argv=None) -> int:
             for line in missing:
                 log(f"  {line}")
             status = status or 2
+        worse = regression.regressions(results, baseline)
+        if worse:
+            log(f"{'FAILED (--strict): ' if args.strict else ''}{len(worse)} regression(s) of more than "
+                f"{regression.TOLERANCE:.0%} against {COMMITTED.relative_to(REPO)}:")
+            for line in worse:
+                log(f"  {line}")
+            if args.strict:
+                status = status or 3
         if args.strict and missed:
             log(f"FAILED (--strict): {len(missed)} target(s) missed:")
             for line in missed:

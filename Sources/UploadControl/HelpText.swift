@@ -8,10 +8,62 @@ import UploadWire
 enum HelpText {
     static let width = 80
 
+    /// The texts are written in lines of up to 100 columns. A line too long for `width` carries
+    /// what does not fit into the next line when that one goes on with it (the rest of a
+    /// paragraph, of the usage, of an option's description), so that the text reads as one:
+    /// `limit --help` ended lines with "and" and "the" alone. Lines that fit stay as written.
     static func wrapped(_ text: String, width: Int = width) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line in
-            wrap(String(line), width: width)
-        }.joined(separator: "\n")
+        var lines: [String] = []
+        var carried: (indent: Int, text: String)?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            var line = line
+            var indent = continuationIndent(line)
+            if let tail = carried {
+                carried = nil
+                if goesOn(line, indent: tail.indent) {
+                    line = String(repeating: " ", count: tail.indent) + tail.text + " " + line.drop { $0 == " " }
+                    indent = tail.indent
+                } else {
+                    lines += wrap(String(repeating: " ", count: tail.indent) + tail.text, width: width)
+                }
+            }
+            let pieces = wrap(line, width: width)
+            if pieces.count > 1, let indent {
+                lines.append(pieces[0])
+                carried = (indent, pieces.dropFirst().map { $0.drop { $0 == " " } }.joined(separator: " "))
+            } else {
+                lines += pieces
+            }
+        }
+        if let carried { lines += wrap(String(repeating: " ", count: carried.indent) + carried.text, width: width) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Where a line's wrapped words go on, when the next line may take them: a paragraph's (0),
+    /// the usage's, an option's description. Nil for examples, comments and list items, which
+    /// wrap by themselves.
+    private static func continuationIndent(_ line: String) -> Int? {
+        let leading = line.prefix { $0 == " " }.count
+        let text = line.dropFirst(leading)
+        let special = ["- ", "# ", "uploadctl ", "find ", "$ "]
+        guard !text.isEmpty, !special.contains(where: { text.hasPrefix($0) }) else { return nil }
+        let indent = hangingIndent(line, leading: leading)
+        return indent > leading || (leading == 0 && indent == 0) ? indent : nil
+    }
+
+    /// Whether `line` goes on with the line before, whose words continue at `indent`: a plain
+    /// line of a paragraph after a paragraph, an indented line that is no row or item of its own
+    /// after a usage or an option. A heading ("Examples:") never does.
+    private static func goesOn(_ line: String, indent: Int) -> Bool {
+        let leading = line.prefix { $0 == " " }.count
+        let text = line.dropFirst(leading)
+        // An option's row begins with "-"; in a paragraph only a list item does ("--batch N" goes on).
+        let special = [indent == 0 ? "- " : "-", "#", "uploadctl ", "find ", "$ ", "Usage: "]
+        guard !text.isEmpty, !text.hasSuffix(":"), !special.contains(where: { text.hasPrefix($0) }) else {
+            return false
+        }
+        guard hangingIndent(line, leading: leading) == leading else { return false }  // a row of a table
+        return indent == 0 ? leading == 0 : leading > 0
     }
 
     static func wrap(_ line: String, width: Int) -> [String] {

@@ -87,4 +87,29 @@ import UploadWire
         let usage = HelpText.wrapped(AddCommand.help, width: 80).split(separator: "\n").prefix(3)
         #expect(usage.dropFirst().first?.hasPrefix("       ") == true, "the usage goes on under itself: \(usage)")
     }
+
+    /// `limit --help` at 80 columns ended lines with "and" and "the" alone: a long line of a
+    /// paragraph wrapped by itself, and the next line began a line of its own.
+    @Test func aParagraphFlowsOnWhenALineWraps() {
+        let text = """
+            Usage: uploadctl limit [RATE|off]
+
+            Running uploads follow within a second; the limit holds across restarts until changed, and
+            [daemon] rate_limit in the config still caps each upload. Without RATE, prints the
+            limit in force.
+            Examples:
+              uploadctl limit 5M
+            """
+        let lines = HelpText.wrapped(text, width: 80).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(
+            lines.map(String.init) == [
+                "Usage: uploadctl limit [RATE|off]",
+                "",
+                "Running uploads follow within a second; the limit holds across restarts until",
+                "changed, and [daemon] rate_limit in the config still caps each upload. Without",
+                "RATE, prints the limit in force.",
+                "Examples:",
+                "  uploadctl limit 5M",
+            ])
+    }
 }

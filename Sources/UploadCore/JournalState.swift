@@ -10,6 +10,8 @@ public struct JournalState: Sendable {
     public var stateCounts: [JobState: Int] {
         Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, countByState[Self.slot(of: $0)]) })
     }
+    /// How many jobs are in `state`.
+    public func count(of state: JobState) -> Int { countByState[Self.slot(of: state)] }
     /// `stateCounts` by `slot(of:)`: counted for every record replayed, so without hashing.
     private var countByState = [Int](repeating: 0, count: JobState.allCases.count)
     /// How many jobs of each batch have not ended, kept the same way: a batch's end is noticed

@@ -115,6 +115,12 @@ public struct ReadyQueue: Sendable {
     /// The IDs in start order.
     public var orderedIDs: [JobID] { entries[head...].map(\.id) }
 
+    /// How many jobs of the queue start before a job at `place` (in the queue or not): a binary
+    /// search, for the position of a few jobs without a pass over all of them.
+    public func countStartingBefore(_ id: JobID, at place: QueuePlace) -> Int {
+        insertionIndex(for: Entry(place: place, id: id)) - head
+    }
+
     private func insertionIndex(for entry: Entry) -> Int {
         var low = head
         var high = entries.count

@@ -6,6 +6,40 @@ import UploadWire
 /// their preparation, or paused) keep the place they go back to, so they are merged in by that
 /// same order.
 enum QueuePositions {
+    /// The positions of `ids` alone (those queued or paused): what a page of `job.list` needs. A
+    /// job's position is 1 + the ready jobs that start before it (a binary search in the ready
+    /// queue) + the other waiting jobs that do; those others are found by a pass over the jobs
+    /// only when the counts say there are any. With a million jobs queued, each page of 10,000
+    /// worked out all million positions: `job.list` in pages took 149 s.
+    static func of(
+        _ ids: [JobID], ready: ReadyQueue, jobs: [JobID: Job], queued: Int, paused: Int
+    ) -> [JobID: Int] {
+        let waiting = ids.compactMap { id in
+            jobs[id].flatMap { $0.state == .queued || $0.state == .paused ? (id: id, place: $0.place) : nil }
+        }
+        guard !waiting.isEmpty else { return [:] }
+        // Queued jobs outside the ready queue (a retry, the network, a preparation) and paused ones.
+        let others =
+            queued == ready.count && paused == 0
+            ? []
+            : jobs.values.filter { job in
+                (job.state == .queued || job.state == .paused) && !ready.contains(job.id)
+            }.map { (id: $0.id, place: $0.place) }.sorted(by: QueuePlace.startsBefore)
+        var positions: [JobID: Int] = [:]
+        positions.reserveCapacity(waiting.count)
+        for job in waiting {
+            var low = 0  // how many of `others` start before the job: a binary search
+            var high = others.count
+            while low < high {
+                let middle = (low + high) / 2
+                if QueuePlace.startsBefore(others[middle], job) { low = middle + 1 } else { high = middle }
+            }
+            let othersBefore = low
+            positions[job.id] = ready.countStartingBefore(job.id, at: job.place) + othersBefore + 1
+        }
+        return positions
+    }
+
     static func of(ready order: [JobID], jobs: [JobID: Job]) -> [JobID: Int] {
         let readyIDs = order.filter { jobs[$0]?.state == .queued }
         let inReady = Set(readyIDs)

@@ -12,8 +12,15 @@ extension Scheduler {
     /// `jobs` with their positions filled in, worked out once for all of them and only when one
     /// of them waits its turn (a list of finished jobs costs no pass over the queue).
     func withPositions(_ jobs: [JobInfo]) -> [JobInfo] {
-        guard jobs.contains(where: { $0.state == .queued || $0.state == .paused }) else { return jobs }
-        let positions = queuePositions()
+        let waiting = jobs.filter { $0.state == .queued || $0.state == .paused }.map(\.id)
+        guard !waiting.isEmpty else { return jobs }
+        // A few (a page, a job): each by a binary search; many: one pass over the whole queue.
+        let positions =
+            waiting.count < ready.count / 16
+            ? QueuePositions.of(
+                waiting, ready: ready, jobs: store.jobs, queued: store.count(of: .queued),
+                paused: store.count(of: .paused))
+            : queuePositions()
         return jobs.map { job in
             var job = job
             job.position = positions[job.id]

@@ -45,6 +45,7 @@ struct JobStore {
 
     var jobs: [JobID: Job] { state.jobs }
     var stateCounts: [JobState: Int] { state.stateCounts }
+    func count(of jobState: JobState) -> Int { state.count(of: jobState) }
     var unfinishedInBatch: [JobID: Int] { state.unfinishedInBatch }
 
     /// Applies a change to memory only; a verb below saves it.

@@ -3,31 +3,66 @@ import UploadWire
 
 /// What the user asked for when adding a job. Stored in the journal as given; a remote's
 /// settings and secrets are resolved when the job runs, so a reload applies to queued jobs.
-public struct JobSpec: Codable, Sendable, Equatable {
+///
+/// What is the job's own is stored inline; what the jobs of one add share and most jobs never set
+/// (headers, credentials, metadata, the batch...) is kept in `AddOptions`, behind one reference
+/// that the jobs of an add share, and none while nothing is set: a queue of a million jobs held
+/// 104 bytes of these per job.
+public struct JobSpec: Decodable, Sendable, Equatable {
     /// Absolute path of the file the user named.
     public var source: String
     /// An http(s) URL, `s3://bucket/key`, `file:///dir/`, or `REMOTE:path`.
     public var destination: String
+    public var clientToken: String?
     public var uploadProtocol: UploadProtocol
-    public var headers: [KeyValue]
-    public var fields: [KeyValue]
-    /// `USER[:PASSWORD]` for Basic auth. The password is a secret: never logged or shown.
-    public var user: String?
-    public var chunkSize: Int64?
-    public var priority: Int
     public var snapshot: SnapshotMode
+    public var priority: Int
+    /// The rest, shared: read through the properties below.
+    @usableFromInline var options: OutOfLine<AddOptions>
+
+    public var headers: [KeyValue] {
+        @inlinable get { options.box?.value.headers ?? [] }
+        set { options.value.headers = newValue }
+    }
+    public var fields: [KeyValue] {
+        @inlinable get { options.box?.value.fields ?? [] }
+        set { options.value.fields = newValue }
+    }
+    /// `USER[:PASSWORD]` for Basic auth. The password is a secret: never logged or shown.
+    public var user: String? {
+        @inlinable get { options.box?.value.user }
+        set { options.value.user = newValue }
+    }
+    public var chunkSize: Int64? {
+        @inlinable get { options.box?.value.chunkSize }
+        set { options.value.chunkSize = newValue }
+    }
     /// What to make of the source before it is sent (image shrinking), in order; empty: the
     /// source as it is. Journaled as given, so a resume prepares nothing twice.
-    public var preparation: [PreparationRequest] = []
-    public var clientToken: String?
-    public var metadata: [String: String]?
+    public var preparation: [PreparationRequest] {
+        @inlinable get { options.box?.value.preparation ?? [] }
+        set { options.value.preparation = newValue }
+    }
+    public var metadata: [String: String]? {
+        @inlinable get { options.box?.value.metadata }
+        set { options.value.metadata = newValue }
+    }
     /// The umask of the client that added the job, for what a `file://` copy creates (as `cp`
     /// would); nil: the daemon's own.
-    public var umask: UInt32?
+    public var umask: UInt32? {
+        @inlinable get { options.box?.value.umask }
+        set { options.value.umask = newValue }
+    }
     /// The batch the job was added in: the ID of the batch's first job.
-    public var batch: JobID?
+    public var batch: JobID? {
+        @inlinable get { options.box?.value.batch }
+        set { options.value.batch = newValue }
+    }
     /// post: the name of the form part that carries the file; nil: the remote's `file_field`, else `file`.
-    public var fileField: String?
+    public var fileField: String? {
+        @inlinable get { options.box?.value.fileField }
+        set { options.value.fileField = newValue }
+    }
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],
@@ -37,16 +72,14 @@ public struct JobSpec: Codable, Sendable, Equatable {
     ) {
         self.source = source
         self.destination = destination
-        self.uploadProtocol = uploadProtocol
-        self.headers = headers
-        self.fields = fields
-        self.user = user
-        self.chunkSize = chunkSize
-        self.priority = priority
-        self.snapshot = snapshot
-        self.preparation = preparation
         self.clientToken = clientToken
-        self.metadata = metadata
+        self.uploadProtocol = uploadProtocol
+        self.snapshot = snapshot
+        self.priority = priority
+        options = OutOfLine(
+            AddOptions(
+                headers: headers, fields: fields, user: user, chunkSize: chunkSize, preparation: preparation,
+                metadata: metadata))
     }
 
     /// The fields of uploadd 0.1's JSON journal (format 1, read only): it had no preparation.
@@ -55,8 +88,93 @@ public struct JobSpec: Codable, Sendable, Equatable {
         case clientToken, metadata, umask
     }
 
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            source: try container.decode(String.self, forKey: .source),
+            destination: try container.decode(String.self, forKey: .destination),
+            uploadProtocol: try container.decode(UploadProtocol.self, forKey: .uploadProtocol),
+            headers: try container.decode([KeyValue].self, forKey: .headers),
+            fields: try container.decode([KeyValue].self, forKey: .fields),
+            user: try container.decodeIfPresent(String.self, forKey: .user),
+            chunkSize: try container.decodeIfPresent(Int64.self, forKey: .chunkSize),
+            priority: try container.decode(Int.self, forKey: .priority),
+            snapshot: try container.decode(SnapshotMode.self, forKey: .snapshot),
+            clientToken: try container.decodeIfPresent(String.self, forKey: .clientToken),
+            metadata: try container.decodeIfPresent([String: String].self, forKey: .metadata))
+        umask = try container.decodeIfPresent(UInt32.self, forKey: .umask)
+    }
+
     /// The user name alone, for display.
     public var userName: String? { user.map { String($0.split(separator: ":", maxSplits: 1).first ?? "") } }
+}
+
+/// The part of a `JobSpec` that the jobs of one add share: see `JobSpec`'s properties.
+public struct AddOptions: OutOfLineValue {
+    @usableFromInline var headers: [KeyValue] = []
+    @usableFromInline var fields: [KeyValue] = []
+    @usableFromInline var user: String?
+    @usableFromInline var chunkSize: Int64?
+    @usableFromInline var preparation: [PreparationRequest] = []
+    @usableFromInline var metadata: [String: String]?
+    @usableFromInline var umask: UInt32?
+    @usableFromInline var batch: JobID?
+    @usableFromInline var fileField: String?
+
+    public init() {}
+
+    init(
+        headers: [KeyValue], fields: [KeyValue], user: String?, chunkSize: Int64?,
+        preparation: [PreparationRequest], metadata: [String: String]?
+    ) {
+        self.headers = headers
+        self.fields = fields
+        self.user = user
+        self.chunkSize = chunkSize
+        self.preparation = preparation
+        self.metadata = metadata
+    }
+}
+
+/// Lets specs made one after another share their `AddOptions` when they hold the same, as the
+/// jobs of one add do: one box for the add rather than one per job.
+public struct AddOptionsSharer: Sendable {
+    private var last = OutOfLine<AddOptions>()
+
+    public init() {}
+
+    public mutating func share(_ spec: inout JobSpec) {
+        guard spec.options.box !== last.box else { return }
+        if spec.options == last { spec.options = last } else { last = spec.options }
+    }
+}
+
+/// What `OutOfLine` holds: a value whose `init()` is "nothing set".
+public protocol OutOfLineValue: Sendable, Equatable {
+    init()
+}
+
+/// Fields most values never set, behind a reference, and no reference at all while none is set.
+/// Every change makes a new box (they change a few times in a job's life), so a box never
+/// changes while another value shares it, and values may share one box (`StringSharer`).
+public struct OutOfLine<Value: OutOfLineValue>: Sendable, Equatable {
+    @usableFromInline final class Box: Sendable {
+        @usableFromInline let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+    @usableFromInline var box: Box?
+
+    init(_ value: Value = Value()) {
+        box = value == Value() ? nil : Box(value)
+    }
+
+    /// All of them, for a change (which makes a new box).
+    @usableFromInline var value: Value {
+        get { box?.value ?? Value() }
+        set { box = newValue == Value() ? nil : Box(newValue) }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.box === rhs.box || lhs.value == rhs.value }
 }
 
 /// Where a job's bytes come from, fixed at `add`.
@@ -184,7 +302,7 @@ public struct Job: Sendable, Equatable, Decodable {
         _modify { yield &fields.bytesAcked }
     }
     public var checkpoint: Checkpoint? {
-        @inlinable get { storage.fields.rare.checkpoint }
+        @inlinable get { storage.fields.rare.box?.value.checkpoint }
         _modify { yield &fields.rare.value.checkpoint }
     }
     /// Transfer attempts started, in all.
@@ -198,15 +316,15 @@ public struct Job: Sendable, Equatable, Decodable {
         _modify { yield &fields.failuresWithoutProgress }
     }
     public var nextAttemptAt: Date? {
-        @inlinable get { storage.fields.rare.nextAttemptAt }
+        @inlinable get { storage.fields.rare.box?.value.nextAttemptAt }
         _modify { yield &fields.rare.value.nextAttemptAt }
     }
     public var error: JobError? {
-        @inlinable get { storage.fields.rare.error }
+        @inlinable get { storage.fields.rare.box?.value.error }
         _modify { yield &fields.rare.value.error }
     }
     public var result: JobResult? {
-        @inlinable get { storage.fields.rare.result }
+        @inlinable get { storage.fields.rare.box?.value.result }
         _modify { yield &fields.rare.value.result }
     }
     public var createdAt: Date {
@@ -217,10 +335,13 @@ public struct Job: Sendable, Equatable, Decodable {
         @inlinable _read { yield storage.fields.updatedAt }
         _modify { yield &fields.updatedAt }
     }
+    /// Its last events, oldest first (at most `historyLimit`): `record` adds one.
     public var history: [JobEvent] {
-        @inlinable _read { yield storage.fields.history }
-        _modify { yield &fields.history }
+        @inlinable get { storage.fields.history.events }
+        set { fields.history = JobHistory(newValue) }
     }
+    /// The last event, without making an array of them all.
+    public var lastEvent: JobEvent? { storage.fields.history.last }
     /// Attempts in a row during which the daemon died (a crash, a kill, a power cut): a job
     /// that takes the daemon down twice is failed rather than run a third time.
     public var crashes: Int {
@@ -230,12 +351,12 @@ public struct Job: Sendable, Equatable, Decodable {
     /// When the current run of failed attempts began (nil while none failed): the time budget of
     /// `RetryPolicy` counts from here.
     public var failingSince: Date? {
-        @inlinable get { storage.fields.rare.failingSince }
+        @inlinable get { storage.fields.rare.box?.value.failingSince }
         _modify { yield &fields.rare.value.failingSince }
     }
     /// The file preparation made, once made: what every attempt sends instead of the snapshot.
     public var prepared: PreparedFile? {
-        @inlinable get { storage.fields.rare.prepared }
+        @inlinable get { storage.fields.rare.box?.value.prepared }
         _modify { yield &fields.rare.value.prepared }
     }
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
@@ -268,8 +389,13 @@ public struct Job: Sendable, Equatable, Decodable {
 
     /// Keeps the last few history lines: enough to tell a job's story without growing without bound.
     public mutating func record(_ message: String, at date: Date) {
-        history.append(JobEvent(at: date, message: message))
-        if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
+        fields.history.append(JobEvent(at: date, message: message), keepingLast: Self.historyLimit)
+    }
+
+    /// The first event's message, shared by the decoder with the job before (`StringSharer`).
+    var firstEventMessage: String? {
+        get { storage.fields.history.first?.message }
+        set { if let newValue { fields.history.replaceFirstMessage(with: newValue) } }
     }
 
     public static let historyLimit = 20
@@ -300,12 +426,12 @@ extension Job {
         @usableFromInline var failuresWithoutProgress = 0
         @usableFromInline var createdAt: Date
         @usableFromInline var updatedAt: Date
-        @usableFromInline var history: [JobEvent] = []
+        @usableFromInline var history = JobHistory.none
         @usableFromInline var crashes = 0
         @usableFromInline var rank: Int64?
         @usableFromInline var hookPending = false
         @usableFromInline var revision: UInt64 = 0
-        @usableFromInline var rare = OutOfLine()
+        @usableFromInline var rare = OutOfLine<RareFields>()
 
         init(id: JobID, spec: JobSpec, createdAt: Date) {
             self.id = id
@@ -333,7 +459,7 @@ extension Job {
             failuresWithoutProgress = try container.decode(Int.self, forKey: .failuresWithoutProgress)
             createdAt = try container.decode(Date.self, forKey: .createdAt)
             updatedAt = try container.decode(Date.self, forKey: .updatedAt)
-            history = try container.decode([JobEvent].self, forKey: .history)
+            history = JobHistory(try container.decode([JobEvent].self, forKey: .history))
             rare.value.checkpoint = try container.decodeIfPresent(Checkpoint.self, forKey: .checkpoint)
             rare.value.nextAttemptAt = try container.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
             rare.value.error = try container.decodeIfPresent(JobError.self, forKey: .error)
@@ -343,45 +469,27 @@ extension Job {
 
     /// What most queued jobs have never set, or no longer have: kept out of line, so that a
     /// queued job does not carry 230 bytes of nothing.
-    @usableFromInline struct RareFields: Sendable, Equatable {
+    @usableFromInline struct RareFields: OutOfLineValue {
         @usableFromInline var checkpoint: Checkpoint?
         @usableFromInline var nextAttemptAt: Date?
         @usableFromInline var error: JobError?
         @usableFromInline var result: JobResult?
         @usableFromInline var failingSince: Date?
         @usableFromInline var prepared: PreparedFile?
-    }
 
-    /// The rare fields behind a reference, and no reference at all while none is set. Every change
-    /// makes a new box (they change a few times in a job's life), so a box never changes while
-    /// another job shares it.
-    @usableFromInline struct OutOfLine: Sendable, Equatable {
-        @usableFromInline final class Box: Sendable {
-            @usableFromInline let value: RareFields
-            init(_ value: RareFields) { self.value = value }
+        @usableFromInline init() {}
+
+        init(
+            checkpoint: Checkpoint?, nextAttemptAt: Date?, error: JobError?, result: JobResult?, failingSince: Date?,
+            prepared: PreparedFile?
+        ) {
+            self.checkpoint = checkpoint
+            self.nextAttemptAt = nextAttemptAt
+            self.error = error
+            self.result = result
+            self.failingSince = failingSince
+            self.prepared = prepared
         }
-        @usableFromInline var box: Box?
-
-        @usableFromInline static let none = RareFields()
-
-        /// All of them, for a change (which makes a new box).
-        @usableFromInline var value: RareFields {
-            get { box?.value ?? Self.none }
-            set { box = newValue == Self.none ? nil : Box(newValue) }
-        }
-
-        // Each one read from the box on its own, copying none of the others. Plain getters: a
-        // `_read` here (yielding from the box or from `none`) was ended by Swift 6.3's optimizer
-        // before `Job.write(to:)` had read what it yielded, a use after free that AddressSanitizer
-        // caught and that crashed the daemon when the freed frame was reused.
-        @inlinable var checkpoint: Checkpoint? { box?.value.checkpoint }
-        @inlinable var nextAttemptAt: Date? { box?.value.nextAttemptAt }
-        @inlinable var error: JobError? { box?.value.error }
-        @inlinable var result: JobResult? { box?.value.result }
-        @inlinable var failingSince: Date? { box?.value.failingSince }
-        @inlinable var prepared: PreparedFile? { box?.value.prepared }
-
-        @usableFromInline static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
     }
 
     /// Changed only through `fields`, which copies it first unless this job is its only owner (the

@@ -195,39 +195,45 @@ extension JobSpec {
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
         self.init(source: try reader.readString(), destination: try reader.readString())
+        // The shared options are gathered first and set at once: one box, not one per field.
+        var options = AddOptions()
         uploadProtocol = try reader.readEnum(UploadProtocol.self)
-        headers = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader) }
-        fields = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader) }
-        user = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
-        chunkSize = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
+        options.headers = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader)
+        }
+        options.fields = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader) }
+        options.user = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
+        options.chunkSize = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
         priority = try reader.readInt()
         snapshot = try reader.readEnum(SnapshotMode.self)
         let image = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         clientToken = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
-        metadata = try reader.readOptional { (reader) throws(BinaryDecodingError) in
+        options.metadata = try reader.readOptional { (reader) throws(BinaryDecodingError) in
             let pairs = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader) }
             return Dictionary(pairs.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
         }
-        umask = try reader.readOptional { (reader) throws(BinaryDecodingError) in
+        options.umask = try reader.readOptional { (reader) throws(BinaryDecodingError) in
             let value = try reader.readUInt64()
             guard value <= 0o777 else { throw BinaryDecodingError(description: "umask \(value) is out of range") }
             return UInt32(value)
         }
-        preparation = try reader.readIfPresent([]) { (reader) throws(BinaryDecodingError) in
+        options.preparation = try reader.readIfPresent([]) { (reader) throws(BinaryDecodingError) in
             try reader.readArray { (reader) throws(BinaryDecodingError) in
                 try reader.readMessage { (reader) throws(BinaryDecodingError) in
                     PreparationRequest(step: try reader.readString(), options: try reader.readString())
                 }
             }
         }
-        batch = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+        options.batch = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in JobID(try reader.readUInt64()) }
         }
-        fileField = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+        options.fileField = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         }
         // No released daemon accepted an image SPEC; were one ever set, it is the image step.
-        if let image, preparation.isEmpty { preparation = [PreparationRequest(step: "image", options: image)] }
+        if let image, options.preparation.isEmpty {
+            options.preparation = [PreparationRequest(step: "image", options: image)]
+        }
+        self.options = OutOfLine(options)
     }
 }
 

@@ -37,7 +37,7 @@ extension Scheduler {
         job.record(
             "attempt \(job.attempts) started (\(target.needsProbe ? "auto" : target.uploadProtocol.rawValue))",
             at: dependencies.now())
-        Log.job(.debug, JobLogContext(job), job.history.last?.message ?? "started")
+        Log.job(.debug, JobLogContext(job), job.lastEvent?.message ?? "started")
         // The "running" record is what counts a crash against the job at the next start. The
         // crash marker lists the jobs in `RunningJobs` too, so it may wait for the journal's
         // next write, and the job's next record may replace it; with no room there, it is
@@ -236,7 +236,7 @@ extension Scheduler {
         case .failed:
             Log.job(.warning, context, "failed: \(job.error?.message ?? "unknown error")")
         case .queued:
-            Log.job(.notice, context, job.history.last?.message ?? "retrying")
+            Log.job(.notice, context, job.lastEvent?.message ?? "retrying")
         default:
             break
         }

@@ -75,7 +75,7 @@ extension Scheduler {
             else { return }
             Log.job(
                 job.state == .failed ? .warning : .notice, JobLogContext(job),
-                job.history.last?.message ?? "preparation failed")
+                job.lastEvent?.message ?? "preparation failed")
             markEnding(&job)
             store.saveSoon(job)
             announce(job)

@@ -14,11 +14,12 @@ public struct JobSpec: Decodable, Sendable, Equatable {
     /// An http(s) URL, `s3://bucket/key`, `file:///dir/`, or `REMOTE:path`.
     public var destination: String
     public var clientToken: String?
-    public var uploadProtocol: UploadProtocol
-    public var snapshot: SnapshotMode
     public var priority: Int
     /// The rest, shared: read through the properties below.
     @usableFromInline var options: OutOfLine<AddOptions>
+    // Last, so that the job's one-byte fields pack after them (`Job.Fields`).
+    public var uploadProtocol: UploadProtocol
+    public var snapshot: SnapshotMode
 
     public var headers: [KeyValue] {
         @inlinable get { options.box?.value.headers ?? [] }
@@ -188,7 +189,8 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
         case original
     }
 
-    public var kind: Kind
+    // Declared in this order so that the value packs (81 bytes rather than 89): `kind` fills
+    // the byte after `cachedCopy`'s tag.
     /// The file to read: in the cache for reflink/copy, else the source itself.
     public var path: String
     public var size: Int64
@@ -199,6 +201,7 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
     /// Identity of the cached copy itself (reflink or copy), checked before its bytes are sent:
     /// nil in journals of uploadd 0.2 and older. For a pack, the pack's identity.
     public var cachedCopy: FileIdentity?
+    public var kind: Kind
     /// Where the job's `size` bytes start in `path` when the copy is in a pack: one file in the
     /// cache holding the copies of many small files of one `add`, one after another, deleted when
     /// the last of its jobs is done with it. Nil: the file holds this job's bytes alone. Journal
@@ -307,13 +310,13 @@ public struct Job: Sendable, Equatable, Decodable {
     }
     /// Transfer attempts started, in all.
     public var attempts: Int {
-        @inlinable _read { yield storage.fields.attempts }
-        _modify { yield &fields.attempts }
+        @inlinable get { Int(storage.fields.attempts) }
+        set { fields.attempts = Int32(clamping: newValue) }
     }
     /// Failed attempts in a row that made no progress: what the retry budget counts.
     public var failuresWithoutProgress: Int {
-        @inlinable _read { yield storage.fields.failuresWithoutProgress }
-        _modify { yield &fields.failuresWithoutProgress }
+        @inlinable get { Int(storage.fields.failuresWithoutProgress) }
+        set { fields.failuresWithoutProgress = Int32(clamping: newValue) }
     }
     public var nextAttemptAt: Date? {
         @inlinable get { storage.fields.rare.box?.value.nextAttemptAt }
@@ -345,8 +348,8 @@ public struct Job: Sendable, Equatable, Decodable {
     /// Attempts in a row during which the daemon died (a crash, a kill, a power cut): a job
     /// that takes the daemon down twice is failed rather than run a third time.
     public var crashes: Int {
-        @inlinable _read { yield storage.fields.crashes }
-        _modify { yield &fields.crashes }
+        @inlinable get { Int(storage.fields.crashes) }
+        set { fields.crashes = Int32(clamping: newValue) }
     }
     /// When the current run of failed attempts began (nil while none failed): the time budget of
     /// `RetryPolicy` counts from here.
@@ -361,8 +364,8 @@ public struct Job: Sendable, Equatable, Decodable {
     }
     /// Its place among the jobs of its priority once moved (`job.move`); nil: `defaultRank`.
     public var rank: Int64? {
-        @inlinable _read { yield storage.fields.rank }
-        _modify { yield &fields.rank }
+        @inlinable get { storage.fields.rare.box?.value.rank }
+        _modify { yield &fields.rare.value.rank }
     }
     /// The job ended and its `on_complete`/`on_failure` hook has not run yet. Set in the record
     /// that ends the job and cleared once the hook ran, so a hook cut off by a crash runs after
@@ -404,34 +407,36 @@ public struct Job: Sendable, Equatable, Decodable {
     /// rather than a box made and compared for each.
     mutating func setRareFields(
         checkpoint: Checkpoint?, nextAttemptAt: Date?, error: JobError?, result: JobResult?, failingSince: Date?,
-        prepared: PreparedFile?
+        prepared: PreparedFile?, rank: Int64?
     ) {
         fields.rare.value = RareFields(
             checkpoint: checkpoint, nextAttemptAt: nextAttemptAt, error: error, result: result,
-            failingSince: failingSince, prepared: prepared)
+            failingSince: failingSince, prepared: prepared, rank: rank)
     }
 }
 
 extension Job {
     /// What a job holds; `Job`'s properties describe each field.
     @usableFromInline struct Fields: Sendable, Equatable, Decodable {
+        // In this order, the fields pack into 249 bytes: a job's storage is then a 288-byte
+        // block of malloc's, where it took 416 with the rarely set fields inline. Swift lays a
+        // struct out in the order of its declarations; `JobLayoutTests` keeps the size.
         @usableFromInline var id: JobID
         @usableFromInline var spec: JobSpec
         @usableFromInline var state: JobState = .queued
         @usableFromInline var resolvedProtocol: UploadProtocol?
+        @usableFromInline var hookPending = false
         @usableFromInline var snapshot: SourceSnapshot?
+        @usableFromInline var attempts: Int32 = 0
+        @usableFromInline var failuresWithoutProgress: Int32 = 0
+        @usableFromInline var crashes: Int32 = 0
         @usableFromInline var bytesTotal: Int64 = 0
         @usableFromInline var bytesAcked: Int64 = 0
-        @usableFromInline var attempts = 0
-        @usableFromInline var failuresWithoutProgress = 0
         @usableFromInline var createdAt: Date
         @usableFromInline var updatedAt: Date
-        @usableFromInline var history = JobHistory.none
-        @usableFromInline var crashes = 0
-        @usableFromInline var rank: Int64?
-        @usableFromInline var hookPending = false
         @usableFromInline var revision: UInt64 = 0
         @usableFromInline var rare = OutOfLine<RareFields>()
+        @usableFromInline var history = JobHistory.none
 
         init(id: JobID, spec: JobSpec, createdAt: Date) {
             self.id = id
@@ -455,8 +460,8 @@ extension Job {
             snapshot = try container.decodeIfPresent(SourceSnapshot.self, forKey: .snapshot)
             bytesTotal = try container.decode(Int64.self, forKey: .bytesTotal)
             bytesAcked = try container.decode(Int64.self, forKey: .bytesAcked)
-            attempts = try container.decode(Int.self, forKey: .attempts)
-            failuresWithoutProgress = try container.decode(Int.self, forKey: .failuresWithoutProgress)
+            attempts = Int32(clamping: try container.decode(Int.self, forKey: .attempts))
+            failuresWithoutProgress = Int32(clamping: try container.decode(Int.self, forKey: .failuresWithoutProgress))
             createdAt = try container.decode(Date.self, forKey: .createdAt)
             updatedAt = try container.decode(Date.self, forKey: .updatedAt)
             history = JobHistory(try container.decode([JobEvent].self, forKey: .history))
@@ -476,13 +481,16 @@ extension Job {
         @usableFromInline var result: JobResult?
         @usableFromInline var failingSince: Date?
         @usableFromInline var prepared: PreparedFile?
+        /// Set by `job.move` only.
+        @usableFromInline var rank: Int64?
 
         @usableFromInline init() {}
 
         init(
             checkpoint: Checkpoint?, nextAttemptAt: Date?, error: JobError?, result: JobResult?, failingSince: Date?,
-            prepared: PreparedFile?
+            prepared: PreparedFile?, rank: Int64?
         ) {
+            self.rank = rank
             self.checkpoint = checkpoint
             self.nextAttemptAt = nextAttemptAt
             self.error = error

@@ -147,12 +147,12 @@ extension Job {
         let prepared = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try PreparedFile(reading: &reader) }
         }
-        setRareFields(
-            checkpoint: checkpoint, nextAttemptAt: nextAttemptAt, error: error, result: result,
-            failingSince: failingSince, prepared: prepared)
-        rank = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+        let rank = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readInt64() }
         }
+        setRareFields(
+            checkpoint: checkpoint, nextAttemptAt: nextAttemptAt, error: error, result: result,
+            failingSince: failingSince, prepared: prepared, rank: rank)
         hookPending = try reader.readIfPresent(false) { (reader) throws(BinaryDecodingError) in try reader.readBool() }
         revision = try reader.readIfPresent(0) { (reader) throws(BinaryDecodingError) in try reader.readUInt64() }
     }

@@ -69,30 +69,35 @@ public struct ReadyQueue: Sendable {
         remove(id, at: QueuePlace(priority: priority, rank: Job.defaultRank(of: id)))
     }
 
-    public mutating func insert(_ id: JobID, at place: QueuePlace) {
-        guard members.insert(id).inserted else { return }
+    /// False when the job was in the queue already.
+    @discardableResult
+    public mutating func insert(_ id: JobID, at place: QueuePlace) -> Bool {
+        guard members.insert(id).inserted else { return false }
         let entry = Entry(place: place, id: id)
         if let last = entries.last, head < entries.count, last < entry {
             entries.append(entry)
-            return
+            return true
         }
         // Back at the front, where a job popped and put back goes (the slot before `head` was
         // popped already): no move of the whole queue.
         if head > 0, head == entries.count || entry < entries[head] {
             head -= 1
             entries[head] = entry
-            return
+            return true
         }
         entries.insert(entry, at: insertionIndex(for: entry))
+        return true
     }
 
-    /// `place` must be where the job was inserted.
-    public mutating func remove(_ id: JobID, at place: QueuePlace) {
-        guard members.remove(id) != nil else { return }
+    /// `place` must be where the job was inserted. False when it was not in the queue.
+    @discardableResult
+    public mutating func remove(_ id: JobID, at place: QueuePlace) -> Bool {
+        guard members.remove(id) != nil else { return false }
         members.shrinkIfSparse()
         let entry = Entry(place: place, id: id)
         let index = insertionIndex(for: entry)
         if index < entries.count, entries[index] == entry { entries.remove(at: index) }
+        return true
     }
 
     /// The next job to start, removed from the queue.

@@ -137,6 +137,33 @@ struct SchedulerOrderTests {
         await harness.stop()
     }
 
+    /// The cap gives way at once while no other server has work (`ReadyServers`), and holds again
+    /// for a job of another server added after that: the count of servers waiting keeps up.
+    @Test func aJobForAnotherServerAddedLaterStillGoesFirst() async throws {
+        let fake = FakeTransfer(defaultStep: .hold)
+        let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 2), fake: fake)
+        func params(_ name: String, _ server: String) throws -> AddParams {
+            var params = AddParams(
+                source: try harness.directory.write("src/" + name, "the content of \(name)\n"),
+                destination: "http://\(server)/up/")
+            params.protocol = .put
+            return params
+        }
+        let slow = await harness.scheduler.add(try (1...4).map { try params("slow-\($0)", "slow.test") })
+        let slowIDs = try slow.map { try $0.get().id }
+        #expect(await harness.waitForStarts(2))
+        #expect(fake.started == ["slow-1", "slow-2"], "no other server has work: the cap gives way")
+        let other = try await harness.scheduler.add([try params("other", "other.test")])[0].get().id
+        fake.release("slow-1")
+        #expect(await harness.wait(slowIDs[0], .completed))
+        #expect(await harness.waitForStarts(3))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fake.started == ["slow-1", "slow-2", "other"], "the job of another server, added later, goes first")
+        for name in ["slow-2", "other", "slow-3", "slow-4"] { fake.release(name) }
+        for id in slowIDs + [other] { #expect(await harness.wait(id, .completed)) }
+        await harness.stop()
+    }
+
     /// All jobs for one server: the cap never holds a slot empty.
     @Test func aCapWithNoOtherServerLeavesNoSlotEmpty() async throws {
         let fake = FakeTransfer(defaultStep: .hold)

@@ -130,9 +130,9 @@ extension Scheduler {
     private func replace(_ changed: Job, _ what: String) async throws(RPCError) -> JobInfo {
         guard let current = store.jobs[changed.id] else { throw RPCError.jobNotFound(changed.id) }
         let (wasReady, wasWaitingToPrepare) = (ready.contains(changed.id), toPrepare.contains(changed.id))
-        ready.remove(changed.id, at: current.place)
+        takeOutOfReady(current)
         toPrepare.remove(changed.id, at: current.place)
-        if wasReady { ready.insert(changed.id, at: changed.place) }
+        if wasReady { makeReady(changed) }
         if wasWaitingToPrepare { toPrepare.insert(changed.id, at: changed.place) }
         store.apply(.job(changed))
         do {
@@ -255,10 +255,10 @@ extension Scheduler {
     /// a few times; on success the job's checkpoint is cleared (or the job forgotten). A discard that
     /// never succeeded is tried again at the next start.
     func discardPartialUpload(of job: Job, thenForget forget: Bool) {
-        let attempt = running[job.id]
+        let attemptTask = running[job.id]?.task
         let cleanup = serverCleanup
         Task { [weak self] in
-            if let task = attempt?.task { await task.value }
+            if let attemptTask { await attemptTask.value }
             // The attempt may have journaled a newer checkpoint (a tus URL, an UploadId) as it stopped.
             let latest = await self?.store.jobs[job.id] ?? job
             guard await cleanup.discardPartialUpload(of: latest) else { return }

@@ -15,7 +15,7 @@ extension Scheduler {
                 ["network", "timeout", "stalled"].contains(code)
             else { continue }
             delayed.remove(id)
-            ready.insert(id, at: job.place)
+            makeReady(job)
             released += 1
         }
         if released > 0 { Log.info("the network changed: \(released) waiting jobs try again now") }
@@ -79,7 +79,7 @@ extension Scheduler {
         for (id, reason) in waiting where matching(reason) {
             waiting[id] = nil
             guard let job = store.jobs[id], job.state == .queued else { continue }
-            ready.insert(id, at: job.place)
+            makeReady(job)
             released += 1
         }
         return released
@@ -118,7 +118,7 @@ extension Scheduler {
             if let next = job.nextAttemptAt, next > now {
                 delayed.insert(id, at: next)  // moved later since
             } else {
-                ready.insert(id, at: job.place)
+                makeReady(job)
             }
         }
         armRetryTimer()

@@ -46,7 +46,10 @@ actor Scheduler {
     var config: DaemonConfig
     /// The jobs in memory and their records in the journal (`JobStore`: apply, then save).
     var store: JobStore
+    /// Queued jobs ready to start. Jobs go in through `makeReady` (which keeps `readyServers`).
     var ready = ReadyQueue()
+    /// The servers of the jobs in `ready`, once `fillSlots` first needed them.
+    var readyServers: ReadyServers?
     /// Queued jobs waiting for their retry time.
     var delayed = RetryCalendar()
     /// Queued jobs held back, and why: no network (`networkChanged` releases them), a metered
@@ -221,8 +224,20 @@ actor Scheduler {
         var firstPassedOver = 0
         var servers = ServerShares(cap: config.serverShare, running: running.values.lazy.map(\.server))
         let slots = config.transferSlots
-        filling: while !stopping, running.count < slots.mostAtOnce, !isRunningASuspect, let id = ready.popFirst() {
-            guard let job = store.jobs[id], job.state == .queued else { continue }
+        // What the checks ask of the running attempts, kept as jobs start rather than asked of
+        // every attempt again for each job looked at.
+        var runningBytesLeft = running.values.map(\.bytesLeft)
+        var suspectRunning = isRunningASuspect
+        func started(_ job: Job) {
+            startAttempt(job)
+            guard let attempt = running[job.id] else { return }
+            runningBytesLeft.append(attempt.bytesLeft)
+            suspectRunning = suspectRunning || attempt.isSuspect
+        }
+        filling: while !stopping, running.count < slots.mostAtOnce, !suspectRunning, let id = ready.popFirst() {
+            guard let job = store.jobs[id] else { continue }
+            if readyServers != nil { readyServers!.remove(server(of: job)) }
+            guard job.state == .queued else { continue }
             if job.needsPreparation {
                 enqueue(job)  // its turn comes once it is prepared
                 continue
@@ -232,14 +247,25 @@ actor Scheduler {
                 continue
             }
             if job.crashes > 0 && !running.isEmpty {
-                ready.insert(id, at: job.place)
+                makeReady(job)
                 break
             }
-            guard slots.mayStart(bytesLeft: job.bytesLeft, running: running.values.lazy.map(\.bytesLeft)) else {
-                ready.insert(id, at: job.place)  // the queue's order holds: nothing starts ahead of it
+            guard slots.mayStart(bytesLeft: job.bytesLeft, running: runningBytesLeft) else {
+                makeReady(job)  // the queue's order holds: nothing starts ahead of it
                 break
             }
             if servers.isFull, !servers.mayStart(server(of: job)) {
+                if readyServers == nil {
+                    readyServers = ReadyServers(
+                        ready.orderedIDs.lazy.compactMap { self.store.jobs[$0] }.map(self.server))
+                }
+                // No job waits for a server with room: the cap gives way now, as it would after
+                // looking ahead and finding none.
+                if passedOver == 0, !readyServers!.anyMayStart(servers) {
+                    servers.started(server(of: job))
+                    started(job)
+                    continue
+                }
                 if passedOver == 0 { firstPassedOver = skipped.count }
                 skipped.append(job)
                 passedOver += 1
@@ -247,25 +273,35 @@ actor Scheduler {
                 continue
             }
             servers.started(server(of: job))
-            startAttempt(job)
+            started(job)
         }
         // No job for another server within reach: the cap gives way, to the jobs passed over.
         if passedOver > 0, ready.isEmpty || passedOver >= Self.lookAheadForOtherServers {
             var index = firstPassedOver
-            while index < skipped.count, !stopping, !isRunningASuspect, running.count < slots.mostAtOnce,
-                slots.mayStart(bytesLeft: skipped[index].bytesLeft, running: running.values.lazy.map(\.bytesLeft))
+            while index < skipped.count, !stopping, !suspectRunning, running.count < slots.mostAtOnce,
+                slots.mayStart(bytesLeft: skipped[index].bytesLeft, running: runningBytesLeft)
             {
                 if running[skipped[index].id] != nil {
                     index += 1  // not passed over: its previous attempt is still stopping
                     continue
                 }
-                startAttempt(skipped.remove(at: index))
+                started(skipped.remove(at: index))
             }
         }
         // Backwards: each goes back in front of the one after it, without moving the queue.
-        for job in skipped.reversed() where !delayed.contains(job.id) { ready.insert(job.id, at: job.place) }
+        for job in skipped.reversed() where !delayed.contains(job.id) { makeReady(job) }
         fillPreparationSlots()
         updateTicker()
+    }
+
+    /// Puts a job in the ready queue, at its place.
+    func makeReady(_ job: Job) {
+        if ready.insert(job.id, at: job.place), readyServers != nil { readyServers!.add(server(of: job)) }
+    }
+
+    /// Takes a job out of the ready queue, if it is there.
+    func takeOutOfReady(_ job: Job) {
+        if ready.remove(job.id, at: job.place), readyServers != nil { readyServers!.remove(server(of: job)) }
     }
 
     private var isRunningASuspect: Bool { running.values.contains(where: \.isSuspect) }
@@ -281,13 +317,13 @@ actor Scheduler {
             if preparing[job.id] == nil { toPrepare.insert(job.id, at: job.place) }
         } else {
             delayed.remove(job.id)
-            ready.insert(job.id, at: job.place)
+            makeReady(job)
         }
     }
 
     /// Takes a job out of every queue, and stops its preparation if one runs.
     func unqueue(_ job: Job) {
-        ready.remove(job.id, at: job.place)
+        takeOutOfReady(job)
         toPrepare.remove(job.id, at: job.place)
         preparing.removeValue(forKey: job.id)?.task.cancel()
         delayed.remove(job.id)

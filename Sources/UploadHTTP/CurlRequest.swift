@@ -47,6 +47,8 @@ package final class CurlRequest {
     /// The socket of a connection opened for this request, and its inode number, which tells it
     /// from a later file under the same number once libcurl closed it (see `curlSocketOpened`).
     fileprivate var connectionSocket: (fd: Int32, inode: UInt64)?
+    /// The socket's unsent bytes when last asked (`unsentBytes`), and when.
+    private var unsentAsked: (bytes: Int64, at: Double)?
     /// Where the bytes of this request that reached the wire are counted (`bytes_sent`), and how
     /// many of them were counted so far.
     private let meter: ProgressMeter?
@@ -200,10 +202,10 @@ package final class CurlRequest {
         // libcurl's CURLINFO_ACTIVESOCKET is -1 in the middle of a multi transfer, so the socket
         // comes from the sockopt callback (a reused connection has none: then what libcurl
         // handed over is all we know).
-        let unsent = connectionSocket.map { Int64(max(CShims_unsent_bytes($0.fd, $0.inode), 0)) } ?? 0
+        let seconds = MonotonicClock.seconds()
+        let unsent = unsentBytes(at: seconds)
         let movedBytes = handedOver - unsent
         countOnWire(max(uploaded - unsent, 0))
-        let seconds = MonotonicClock.seconds()
         // A multipart body's length is libcurl's to work out: until it has (an upload total of 0,
         // as before the connection is made), nothing is sent yet, and the answer's deadline waits.
         let sent =
@@ -259,6 +261,26 @@ package final class CurlRequest {
         speedWindow = (now, movedBytes)
         return false
     }
+
+    /// What waits in the socket's send queue, asked of the kernel (an fstat and an ioctl) at most
+    /// every `unsentQueryInterval`, the first time that long after the request's first progress
+    /// call (taken as 0 until then): asked on every progress call, it was ~7% of the daemon's CPU
+    /// with small files, whose requests are over in a few milliseconds. A stall, or a slow link
+    /// draining the queue, is still seen, `unsentQueryInterval` later at most; the meter may count
+    /// a request's first bytes as sent that long before the peer has them.
+    private func unsentBytes(at seconds: Double) -> Int64 {
+        guard let socket = connectionSocket else { return 0 }
+        guard let asked = unsentAsked else {
+            unsentAsked = (0, seconds)
+            return 0
+        }
+        if seconds - asked.at < Self.unsentQueryInterval { return asked.bytes }
+        let bytes = Int64(max(CShims_unsent_bytes(socket.fd, socket.inode), 0))
+        unsentAsked = (bytes, seconds)
+        return bytes
+    }
+
+    static let unsentQueryInterval = 0.1
 
     /// Progress as curl counts it: bytes of the body the peer acknowledged (handed to the kernel,
     /// minus what still waits in the socket's send queue), not bytes read from the file, which run

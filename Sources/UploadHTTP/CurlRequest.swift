@@ -47,8 +47,9 @@ package final class CurlRequest {
     /// The socket of a connection opened for this request, and its inode number, which tells it
     /// from a later file under the same number once libcurl closed it (see `curlSocketOpened`).
     fileprivate var connectionSocket: (fd: Int32, inode: UInt64)?
-    /// The socket's unsent bytes when last asked (`unsentBytes`), and when.
-    private var unsentAsked: (bytes: Int64, at: Double)?
+    /// The socket's unsent bytes when last asked (`unsentBytes`), what had been handed over then,
+    /// and when.
+    private var unsentAsked: (bytes: Int64, handedOver: Int64, at: Double)?
     /// Where the bytes of this request that reached the wire are counted (`bytes_sent`), and how
     /// many of them were counted so far.
     private let meter: ProgressMeter?
@@ -203,7 +204,7 @@ package final class CurlRequest {
         // comes from the sockopt callback (a reused connection has none: then what libcurl
         // handed over is all we know).
         let seconds = MonotonicClock.seconds()
-        let unsent = unsentBytes(at: seconds)
+        let unsent = unsentBytes(handedOver: handedOver, at: seconds)
         let movedBytes = handedOver - unsent
         countOnWire(max(uploaded - unsent, 0))
         // A multipart body's length is libcurl's to work out: until it has (an upload total of 0,
@@ -264,20 +265,28 @@ package final class CurlRequest {
 
     /// What waits in the socket's send queue, asked of the kernel (an fstat and an ioctl) at most
     /// every `unsentQueryInterval`, the first time that long after the request's first progress
-    /// call (taken as 0 until then): asked on every progress call, it was ~7% of the daemon's CPU
-    /// with small files, whose requests are over in a few milliseconds. A stall, or a slow link
-    /// draining the queue, is still seen, `unsentQueryInterval` later at most; the meter may count
-    /// a request's first bytes as sent that long before the peer has them.
-    private func unsentBytes(at seconds: Double) -> Int64 {
+    /// call: asked on every call, it was ~7% of the daemon's CPU with small files, whose requests
+    /// are over in a few milliseconds (their bytes are counted when the answer comes,
+    /// `countAllSent`). Between two asks, whatever was handed over since the last is taken as
+    /// still queued (as all of it is before the first): the bytes on the wire stay as the last ask
+    /// found them, never more, and never go back but when libcurl sends the body again. A stall,
+    /// or a slow link draining the queue, is seen `unsentQueryInterval` later at most.
+    private func unsentBytes(handedOver: Int64, at seconds: Double) -> Int64 {
         guard let socket = connectionSocket else { return 0 }
-        guard let asked = unsentAsked else {
-            unsentAsked = (0, seconds)
-            return 0
+        guard let asked = unsentAsked, seconds - asked.at >= Self.unsentQueryInterval else {
+            let asked = unsentAsked ?? (bytes: handedOver, handedOver: handedOver, at: seconds)
+            if unsentAsked == nil { unsentAsked = asked }
+            return min(max(asked.bytes + handedOver - asked.handedOver, 0), handedOver)
         }
-        if seconds - asked.at < Self.unsentQueryInterval { return asked.bytes }
         let bytes = Int64(max(CShims_unsent_bytes(socket.fd, socket.inode), 0))
-        unsentAsked = (bytes, seconds)
+        unsentAsked = (bytes, handedOver, seconds)
         return bytes
+    }
+
+    /// The answer came: the body's bytes all reached the server, whatever the last look at the
+    /// socket's queue found.
+    package func countAllSent() {
+        countOnWire(lastCounts.uploaded)
     }
 
     static let unsentQueryInterval = 0.1

@@ -256,6 +256,7 @@ package final class HTTPClient: TaskExecutor, Sendable {
         } else if let failure = request.failure(for: code) ?? request.incompleteAnswer {
             finish(request, with: .failure(failure))
         } else {
+            request.countAllSent()
             finish(request, with: .success(request.response()))
         }
     }

@@ -19,6 +19,8 @@ enum QueuePositions {
         }
         guard !waiting.isEmpty else { return [:] }
         // Queued jobs outside the ready queue (a retry, the network, a preparation) and paused ones.
+        // None when the counts say so: this leans on the ready queue holding queued jobs only
+        // (`Scheduler.makeReady` takes no other, and a job leaving `queued` leaves the queue).
         let others =
             queued == ready.count && paused == 0
             ? []

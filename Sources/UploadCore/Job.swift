@@ -163,6 +163,10 @@ public struct OutOfLine<Value: OutOfLineValue>: Sendable, Equatable {
         @usableFromInline let value: Value
         init(_ value: Value) { self.value = value }
     }
+    /// Read each field from the box on its own (`box?.value.field`), in a plain getter: a
+    /// `_read` yielding from the box was ended by Swift 6.3's optimizer before `Job.write(to:)`
+    /// had read what it yielded, a use after free that AddressSanitizer caught and that crashed
+    /// the daemon when the freed frame was reused.
     @usableFromInline var box: Box?
 
     init(_ value: Value = Value()) {

@@ -107,21 +107,24 @@ struct SchedulerOrderTests {
         await harness.stop()
     }
 
+    /// A PUT of a new file `name` to the server `server`.
+    static func put(_ name: String, to server: String, _ harness: SchedulerHarness) throws -> AddParams {
+        var params = AddParams(
+            source: try harness.directory.write("src/" + name, "the content of \(name)\n"),
+            destination: "http://\(server)/up/")
+        params.protocol = .put
+        return params
+    }
+
     /// While a job for another server waits, one server gets at most `transfers - 1` slots; with
     /// no other server's work left, the cap gives way (issue 47, finding 3).
     @Test func oneServerGetsAtMostItsShareWhileAnotherHasWork() async throws {
         let fake = FakeTransfer(defaultStep: .hold)
         let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 2), fake: fake)
-        func params(_ name: String, _ server: String) throws -> AddParams {
-            var params = AddParams(
-                source: try harness.directory.write("src/" + name, "the content of \(name)\n"),
-                destination: "http://\(server)/up/")
-            params.protocol = .put
-            return params
-        }
         // One add, so that all three are queued before any starts.
         let results = await harness.scheduler.add([
-            try params("slow-1", "slow.test"), try params("slow-2", "slow.test"), try params("other", "other.test"),
+            try Self.put("slow-1", to: "slow.test", harness), try Self.put("slow-2", to: "slow.test", harness),
+            try Self.put("other", to: "other.test", harness),
         ])
         let ids = try results.map { try $0.get().id }
         #expect(await harness.waitForStarts(2))
@@ -142,18 +145,11 @@ struct SchedulerOrderTests {
     @Test func aJobForAnotherServerAddedLaterStillGoesFirst() async throws {
         let fake = FakeTransfer(defaultStep: .hold)
         let harness = try await SchedulerHarness(config: SchedulerHarness.config(transfers: 2), fake: fake)
-        func params(_ name: String, _ server: String) throws -> AddParams {
-            var params = AddParams(
-                source: try harness.directory.write("src/" + name, "the content of \(name)\n"),
-                destination: "http://\(server)/up/")
-            params.protocol = .put
-            return params
-        }
-        let slow = await harness.scheduler.add(try (1...4).map { try params("slow-\($0)", "slow.test") })
+        let slow = await harness.scheduler.add(try (1...4).map { try Self.put("slow-\($0)", to: "slow.test", harness) })
         let slowIDs = try slow.map { try $0.get().id }
         #expect(await harness.waitForStarts(2))
         #expect(fake.started == ["slow-1", "slow-2"], "no other server has work: the cap gives way")
-        let other = try await harness.scheduler.add([try params("other", "other.test")])[0].get().id
+        let other = try await harness.scheduler.add([try Self.put("other", to: "other.test", harness)])[0].get().id
         fake.release("slow-1")
         #expect(await harness.wait(slowIDs[0], .completed))
         #expect(await harness.waitForStarts(3))

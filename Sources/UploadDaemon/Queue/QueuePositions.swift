@@ -21,12 +21,7 @@ enum QueuePositions {
         // Queued jobs outside the ready queue (a retry, the network, a preparation) and paused ones.
         // None when the counts say so: this leans on the ready queue holding queued jobs only
         // (`Scheduler.makeReady` takes no other, and a job leaving `queued` leaves the queue).
-        let others =
-            queued == ready.count && paused == 0
-            ? []
-            : jobs.values.filter { job in
-                (job.state == .queued || job.state == .paused) && !ready.contains(job.id)
-            }.map { (id: $0.id, place: $0.place) }.sorted(by: QueuePlace.startsBefore)
+        let others = queued == ready.count && paused == 0 ? [] : othersWaiting(outside: ready.contains, in: jobs)
         var positions: [JobID: Int] = [:]
         positions.reserveCapacity(waiting.count)
         for job in waiting {
@@ -45,9 +40,7 @@ enum QueuePositions {
     static func of(ready order: [JobID], jobs: [JobID: Job]) -> [JobID: Int] {
         let readyIDs = order.filter { jobs[$0]?.state == .queued }
         let inReady = Set(readyIDs)
-        let others = jobs.values.filter { job in
-            (job.state == .queued || job.state == .paused) && !inReady.contains(job.id)
-        }.map { (id: $0.id, place: $0.place) }.sorted(by: QueuePlace.startsBefore)
+        let others = othersWaiting(outside: inReady.contains, in: jobs)
         var positions: [JobID: Int] = [:]
         positions.reserveCapacity(readyIDs.count + others.count)
         var readyIndex = 0
@@ -67,5 +60,13 @@ enum QueuePositions {
             positions[id] = positions.count + 1
         }
         return positions
+    }
+
+    /// The queued and paused jobs that are not in the ready queue, in the queue's order.
+    private static func othersWaiting(outside inReady: (JobID) -> Bool, in jobs: [JobID: Job]) -> [(
+        id: JobID, place: QueuePlace
+    )] {
+        jobs.values.filter { job in (job.state == .queued || job.state == .paused) && !inReady(job.id) }
+            .map { (id: $0.id, place: $0.place) }.sorted(by: QueuePlace.startsBefore)
     }
 }

@@ -228,7 +228,8 @@ actor Scheduler {
         // every attempt again for each job looked at.
         var runningBytesLeft = running.values.map(\.bytesLeft)
         var suspectRunning = isRunningASuspect
-        func started(_ job: Job) {
+        func start(_ job: Job, sendingTo server: String) {
+            servers.started(server)
             startAttempt(job)
             guard let attempt = running[job.id] else { return }
             runningBytesLeft.append(attempt.bytesLeft)
@@ -236,7 +237,8 @@ actor Scheduler {
         }
         filling: while !stopping, running.count < slots.mostAtOnce, !suspectRunning, let id = ready.popFirst() {
             guard let job = store.jobs[id] else { continue }
-            if readyServers != nil { readyServers!.remove(server(of: job)) }
+            let jobServer = server(of: job)
+            if readyServers != nil { readyServers!.remove(jobServer) }
             guard job.state == .queued else { continue }
             if job.needsPreparation {
                 enqueue(job)  // its turn comes once it is prepared
@@ -254,7 +256,7 @@ actor Scheduler {
                 makeReady(job)  // the queue's order holds: nothing starts ahead of it
                 break
             }
-            if servers.isFull, !servers.mayStart(server(of: job)) {
+            if servers.isFull, !servers.mayStart(jobServer) {
                 if readyServers == nil {
                     readyServers = ReadyServers(
                         ready.orderedIDs.lazy.compactMap { self.store.jobs[$0] }.map(self.server))
@@ -262,8 +264,7 @@ actor Scheduler {
                 // No job waits for a server with room: the cap gives way now, as it would after
                 // looking ahead and finding none.
                 if passedOver == 0, !readyServers!.anyMayStart(servers) {
-                    servers.started(server(of: job))
-                    started(job)
+                    start(job, sendingTo: jobServer)
                     continue
                 }
                 if passedOver == 0 { firstPassedOver = skipped.count }
@@ -272,8 +273,7 @@ actor Scheduler {
                 if passedOver >= Self.lookAheadForOtherServers { break filling }
                 continue
             }
-            servers.started(server(of: job))
-            started(job)
+            start(job, sendingTo: jobServer)
         }
         // No job for another server within reach: the cap gives way, to the jobs passed over.
         if passedOver > 0, ready.isEmpty || passedOver >= Self.lookAheadForOtherServers {
@@ -285,7 +285,8 @@ actor Scheduler {
                     index += 1  // not passed over: its previous attempt is still stopping
                     continue
                 }
-                started(skipped.remove(at: index))
+                let job = skipped.remove(at: index)
+                start(job, sendingTo: server(of: job))
             }
         }
         // Backwards: each goes back in front of the one after it, without moving the queue.

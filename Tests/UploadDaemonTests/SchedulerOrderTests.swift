@@ -148,13 +148,15 @@ struct SchedulerOrderTests {
         let slow = await harness.scheduler.add(try (1...4).map { try Self.put("slow-\($0)", to: "slow.test", harness) })
         let slowIDs = try slow.map { try $0.get().id }
         #expect(await harness.waitForStarts(2))
-        #expect(fake.started == ["slow-1", "slow-2"], "no other server has work: the cap gives way")
+        // Both start in one pass; their attempts' tasks reach the transfer in either order.
+        #expect(Set(fake.started) == ["slow-1", "slow-2"], "no other server has work: the cap gives way")
         let other = try await harness.scheduler.add([try Self.put("other", to: "other.test", harness)])[0].get().id
         fake.release("slow-1")
         #expect(await harness.wait(slowIDs[0], .completed))
         #expect(await harness.waitForStarts(3))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(fake.started == ["slow-1", "slow-2", "other"], "the job of another server, added later, goes first")
+        #expect(
+            fake.started.count == 3 && fake.started[2] == "other", "the job of another server, added later, goes first")
         for name in ["slow-2", "other", "slow-3", "slow-4"] { fake.release(name) }
         for id in slowIDs + [other] { #expect(await harness.wait(id, .completed)) }
         await harness.stop()

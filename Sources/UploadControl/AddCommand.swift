@@ -257,9 +257,10 @@ struct AddCommand: ControlCommand {
         var unreadable: [JobFailure] = []
         var skipped: [FolderWalker.Skip] = []
         var pathsRead = paths.count
+        let folders = NamedFolders()
         let queue = { (path: String) throws in
             let absolute = Self.absolutePath(path, workingDirectory: context.workingDirectory)
-            try command.walker.walk(absolute) { found in
+            try command.walker.walk(absolute, folders: folders) { found in
                 try queuer.add(
                     source: found.path, identity: found.identity,
                     destination: try command.destination(forFolder: found.folder))

@@ -50,17 +50,27 @@ struct FolderWalker: Equatable {
         }
     }
 
-    /// Visits what `path` stands for: the file itself, or every file under the folder.
+    /// Visits what `path` (an absolute path) stands for: the file itself, or every file under the
+    /// folder. `folders` holds the folder of the last path named open, so that the run of paths a
+    /// shell expands into one folder has that folder's path checked once.
     func walk(
-        _ path: String, visit: (Found) throws -> Void, problem: (Problem) -> Void, skipped: (Skip) -> Void = { _ in }
+        _ path: String, folders: NamedFolders = NamedFolders(), visit: (Found) throws -> Void,
+        problem: (Problem) -> Void, skipped: (Skip) -> Void = { _ in }
     ) rethrows {
+        if !followSymlinks, let (parent, name) = Self.split(path) {
+            switch folders.open(parent) {
+            case .foreignSymlink(let link, let owner):
+                problem(Self.foreignSymlinkProblem(path: path, link: link, owner: owner))
+                return
+            case .folder(let folder):
+                try walkNamed(path, name: name, in: folder, visit: visit, problem: problem, skipped: skipped)
+                return
+            case .unavailable:
+                break  // a missing or unreadable folder: by the path, so the daemon says why as before
+            }
+        }
         if !followSymlinks, let link = Self.foreignSymlink(in: path) {
-            problem(
-                Problem(
-                    path: path,
-                    message:
-                        "\(link.path) is a symlink of another user (uid \(link.owner)), who may have put it there to make you upload what it points to; add it with --follow if you trust it"
-                ))
+            problem(Self.foreignSymlinkProblem(path: path, link: link.path, owner: link.owner))
             return
         }
         var info = stat()
@@ -71,6 +81,42 @@ struct FolderWalker: Equatable {
             try visit(Found(path: path, folder: "", identity: nil))
             return
         }
+        try visitNamed(
+            path, info: info, openFolder: { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }, visit: visit,
+            problem: problem, skipped: skipped)
+    }
+
+    /// `path`, whose last component `name` is looked up in its open folder: one `fstatat` instead of
+    /// a look-up of every component again.
+    private func walkNamed(
+        _ path: String, name: String, in folder: Int32, visit: (Found) throws -> Void, problem: (Problem) -> Void,
+        skipped: (Skip) -> Void
+    ) rethrows {
+        var info = stat()
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            try visit(Found(path: path, folder: "", identity: nil))
+            return
+        }
+        if info.st_mode & S_IFMT == S_IFLNK {
+            if let owner = Self.foreignOwner(info) {
+                problem(Self.foreignSymlinkProblem(path: path, link: path, owner: owner))
+                return
+            }
+            guard fstatat(folder, name, &info, 0) == 0 else {
+                try visit(Found(path: path, folder: "", identity: nil))
+                return
+            }
+        }
+        try visitNamed(
+            path, info: info, openFolder: { openat(folder, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }, visit: visit,
+            problem: problem, skipped: skipped)
+    }
+
+    /// A path named, found to be `info`: a file is visited, a folder walked.
+    private func visitNamed(
+        _ path: String, info: stat, openFolder: () -> Int32, visit: (Found) throws -> Void,
+        problem: (Problem) -> Void, skipped: (Skip) -> Void
+    ) rethrows {
         guard info.st_mode & S_IFMT == S_IFDIR else {
             let name = SafeFileName.lastComponent(of: path)
             if !isExcluded(name: name, relativePath: name) {
@@ -80,7 +126,7 @@ struct FolderWalker: Equatable {
             }
             return
         }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = openFolder()
         guard fd >= 0 else {
             problem(Problem(path: path, message: "cannot open the folder: \(String(cString: strerror(errno)))"))
             return
@@ -92,6 +138,30 @@ struct FolderWalker: Equatable {
             problem: problem, skipped: skipped)
     }
 
+    /// `/a/b/c` as (`/a/b`, `c`); nil for `/` and for a path with a trailing `/`, `.` or `..`,
+    /// which are looked up by their whole path.
+    static func split(_ path: String) -> (parent: String, name: String)? {
+        guard path.utf8.first == UInt8(ascii: "/"), let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else {
+            return nil
+        }
+        let name = String(path[path.index(after: slash)...])
+        guard !name.isEmpty, name != ".", name != ".." else { return nil }
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), name)
+    }
+
+    static func foreignSymlinkProblem(path: String, link: String, owner: uid_t) -> Problem {
+        Problem(
+            path: path,
+            message:
+                "\(link) is a symlink of another user (uid \(owner)), who may have put it there to make you upload what it points to; add it with --follow if you trust it"
+        )
+    }
+
+    /// The owner of the symlink `info`, if neither the user nor root.
+    static func foreignOwner(_ info: stat) -> uid_t? {
+        info.st_uid != getuid() && info.st_uid != 0 ? info.st_uid : nil
+    }
+
     /// The first symlink on the way to `path` (an absolute path) that neither the user nor root
     /// owns: in a folder another user can write to, such a link (or one renamed over a file the
     /// user saw there) leads `add` to one of the user's own private files, which the user can read
@@ -100,13 +170,12 @@ struct FolderWalker: Equatable {
     /// `lstat` per component, for the paths named (a symlink's target's own links are resolved
     /// by the kernel; the daemon's identity check still holds the file to the one found here).
     static func foreignSymlink(in path: String) -> (path: String, owner: uid_t)? {
-        let user = getuid()
         var prefix = ""
         for component in path.utf8.split(separator: UInt8(ascii: "/")) {
             prefix += "/" + String(decoding: component, as: UTF8.self)
             var info = stat()
             guard lstat(prefix, &info) == 0 else { return nil }  // not there: the daemon says so
-            if info.st_mode & S_IFMT == S_IFLNK, info.st_uid != user, info.st_uid != 0 { return (prefix, info.st_uid) }
+            if info.st_mode & S_IFMT == S_IFLNK, let owner = foreignOwner(info) { return (prefix, owner) }
         }
         return nil
     }

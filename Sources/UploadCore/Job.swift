@@ -64,6 +64,12 @@ public struct JobSpec: Decodable, Sendable, Equatable {
         @inlinable get { options.box?.value.fileField }
         set { options.value.fileField = newValue }
     }
+    /// The watched folder (`[folder NAME]`) that took the file; nil for a job a client added.
+    /// With the snapshot's identity, the job is the folder's record of having taken that version.
+    public var folder: String? {
+        @inlinable get { options.box?.value.folder }
+        set { options.value.folder = newValue }
+    }
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],
@@ -121,6 +127,7 @@ public struct AddOptions: OutOfLineValue {
     @usableFromInline var umask: UInt32?
     @usableFromInline var batch: JobID?
     @usableFromInline var fileField: String?
+    @usableFromInline var folder: String?
 
     public init() {}
 

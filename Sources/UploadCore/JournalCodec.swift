@@ -23,6 +23,7 @@ extension JournalRecord {
             writer.write(progress.checkpoint) { $1.write(to: &$0) }
         case .removed(let id): writer.write(id.rawValue)
         case .nextID(let next): writer.write(next)
+        case .folderFiles(let record): record.write(to: &writer)
         case .foreign(let record): writer.writeRaw(record.payload)
         }
     }
@@ -43,13 +44,53 @@ extension JournalRecord {
                         }))
             case 3: return .removed(JobID(try reader.readUInt64()))
             case 4: return .nextID(try reader.readUInt64())
+            case 5: return .folderFiles(try FolderLedgerRecord(reading: &reader))
             default: return .foreign(ForeignRecord(type: type, payload: start.remaining, jobID: nil))
             }
         } catch  where error.isUnknownValue {
-            // Job and progress records start with the job's ID: keep them with their job.
+            // Job and progress records start with the job's ID: keep them with their job. Others
+            // (a folder's ledger) belong to no job.
+            guard type == 1 || type == 2 else {
+                return .foreign(ForeignRecord(type: type, payload: start.remaining, jobID: nil))
+            }
             var idReader = start
             let id = try? idReader.readUInt64()
             return .foreign(ForeignRecord(type: type, payload: start.remaining, jobID: id.map { JobID($0) }))
+        }
+    }
+}
+
+extension FolderLedgerRecord {
+    // A state named later makes the whole record `.foreign` (kept, and read by the daemon that
+    // wrote it): entries are not dropped one by one.
+    func write(to writer: inout BinaryWriter) {
+        writer.write(folder)
+        writer.write(files) { writer, file in
+            writer.writeMessage { writer in
+                writer.write(file.key.device)
+                writer.write(file.key.inode)
+                writer.write(file.path)
+                writer.write(file.size)
+                writer.write(file.modifiedNanoseconds)
+                writer.write(file.state.rawValue)
+                writer.write(file.job?.rawValue) { $0.write($1) }
+            }
+        }
+    }
+
+    init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
+        folder = try reader.readString()
+        files = try reader.readArray { (reader) throws(BinaryDecodingError) in
+            try reader.readMessage { (reader) throws(BinaryDecodingError) in
+                FolderFile(
+                    key: FolderFileKey(device: try reader.readUInt64(), inode: try reader.readUInt64()),
+                    path: try reader.readString(), size: try reader.readInt64(),
+                    modifiedNanoseconds: try reader.readInt64(), state: try reader.readEnum(FolderFileState.self),
+                    job: try reader.readOptional { (reader) throws(BinaryDecodingError) in
+                        JobID(try reader.readUInt64())
+                    }
+                )
+            }
         }
     }
 }
@@ -190,7 +231,11 @@ extension JobSpec {
         // refuses the form (its field is missing) or files it as any part. Not worth making every
         // journal unreadable to older daemons, as a bump does. A field added after it writes it
         // always (nil or not) first.
-        if let fileField { writer.write(fileField as String?) { $0.write($1) } }
+        if fileField != nil || folder != nil { writer.write(fileField as String?) { $0.write($1) } }
+        // Added the same way, for a watched folder's jobs. A daemon that predates it uploads the
+        // job as any other; when it rewrites the job, the folder is lost, and a later daemon takes
+        // the file again if its ledger has no entry for it.
+        if let folder { writer.write(folder as String?) { $0.write($1) } }
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -227,6 +272,9 @@ extension JobSpec {
             try reader.readOptional { (reader) throws(BinaryDecodingError) in JobID(try reader.readUInt64()) }
         }
         options.fileField = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+            try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
+        }
+        options.folder = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         }
         // No released daemon accepted an image SPEC; were one ever set, it is the image step.

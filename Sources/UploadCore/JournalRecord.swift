@@ -24,6 +24,9 @@ public enum JournalRecord: Sendable, Equatable {
     case removed(JobID)
     /// The next ID to hand out, so IDs are never reused even after their jobs are compacted away.
     case nextID(UInt64)
+    /// Files a watched folder took, and what became of them (`FolderLedger`): no job's record, so
+    /// a daemon from before watched folders keeps it as `.foreign` and writes it back.
+    case folderFiles(FolderLedgerRecord)
     /// A well-formed record this daemon does not understand (written by a newer uploadd): kept
     /// byte for byte, and its job left alone.
     case foreign(ForeignRecord)
@@ -36,6 +39,7 @@ public enum JournalRecord: Sendable, Equatable {
         case .progress: return 2
         case .removed: return 3
         case .nextID: return 4
+        case .folderFiles: return 5
         case .foreign(let record): return record.type
         }
     }
@@ -49,13 +53,14 @@ public struct ForeignRecord: Sendable, Equatable {
 }
 
 extension JournalRecord {
-    /// The job a record belongs to; nil for the next ID and for a foreign record that names none.
+    /// The job a record belongs to; nil for the next ID, a folder's ledger and a foreign record that
+    /// names none.
     public var jobID: JobID? {
         switch self {
         case .job(let job): return job.id
         case .progress(let progress): return progress.id
         case .removed(let id): return id
-        case .nextID: return nil
+        case .nextID, .folderFiles: return nil
         case .foreign(let foreign): return foreign.jobID
         }
     }

@@ -20,6 +20,10 @@ public struct JournalState: Sendable {
     /// Jobs a newer uploadd wrote in a way this one does not understand: their records, kept as
     /// they are (the last job record, then the progress after it) and written back by compaction.
     public private(set) var foreignJobs: [JobID: [ForeignRecord]] = [:]
+    /// What each watched folder took, by the folder's name (`[folder NAME]`): its jobs, and the
+    /// ledger's entries of jobs removed since. A folder that left the config keeps its ledger: the
+    /// rule may come back.
+    public private(set) var folderLedgers: [String: FolderLedger] = [:]
     /// Records of types this uploadd does not know, belonging to no job: kept for compaction.
     public private(set) var foreignRecords: [ForeignRecord] = []
 
@@ -68,6 +72,8 @@ public struct JournalState: Sendable {
             foreignJobs.shrinkIfSparse()
         case .nextID(let next):
             nextID = max(nextID, next)
+        case .folderFiles(let record):
+            folderLedgers[record.folder, default: FolderLedger()].apply(record)
         case .foreign(let foreign):
             guard let id = foreign.jobID else {
                 foreignRecords.append(foreign)
@@ -98,6 +104,14 @@ public struct JournalState: Sendable {
 
     private mutating func count(_ job: Job, _ change: Int) {
         countByState[Self.slot(of: job.state)] += change
+        if let folder = job.spec.folder, let snapshot = job.snapshot {
+            let key = FolderFileKey(device: snapshot.device, inode: snapshot.inode)
+            if change > 0 {
+                folderLedgers[folder, default: FolderLedger()].noteJob(job.id, of: key)
+            } else {
+                folderLedgers[folder]?.forgetJob(job.id, of: key)
+            }
+        }
         guard let batch = job.spec.batch, !job.state.isTerminal else { return }
         let left = unfinishedInBatch[batch, default: 0] + change
         unfinishedInBatch[batch] = left > 0 ? left : nil
@@ -109,6 +123,9 @@ public struct JournalState: Sendable {
         records.reserveCapacity(jobs.count + foreignJobs.count + foreignRecords.count + 1)
         records += jobs.keys.sorted().map { .job(jobs[$0]!) }
         for id in foreignJobs.keys.sorted() { records += foreignJobs[id]!.map { .foreign($0) } }
+        for folder in folderLedgers.keys.sorted() {
+            records += folderLedgers[folder]!.compactedRecords(folder: folder).map { .folderFiles($0) }
+        }
         records += foreignRecords.map { .foreign($0) }
         return records
     }

@@ -61,6 +61,19 @@ enum Fixtures {
                     checkpoint: .chunked(upToken: "tok", blockSize: 1 << 20, blocksAcknowledged: 3))),
             .removed(JobID(7)),
             .nextID(99),
+            .folderFiles(
+                FolderLedgerRecord(
+                    folder: "screenshots",
+                    files: [
+                        FolderFile(
+                            key: FolderFileKey(device: 2049, inode: 1_234_567),
+                            path: "/home/u/Pictures/Screenshots/2026/shot 1.png", size: 81_920,
+                            modifiedNanoseconds: 1_765_000_000_123_456_789, state: .taken, job: JobID(8)),
+                        FolderFile(
+                            key: FolderFileKey(device: 2049, inode: 9), path: "/home/u/Pictures/Screenshots/ü.png",
+                            size: 0,
+                            modifiedNanoseconds: -1, state: .gone, job: nil),
+                    ])),
         ]
     }
 

@@ -95,7 +95,8 @@ struct JournalStateTests {
         let replayed = Self.replay(compacted)
         #expect(replayed.jobs == original.jobs)
         #expect(replayed.nextID == original.nextID)
-        #expect(compacted.count == original.jobs.count + 1)
+        #expect(replayed.folderLedgers == original.folderLedgers)
+        #expect(compacted.count == original.jobs.count + 2, "the next ID, the jobs, and one folder's ledger")
     }
 
     @Test func compactedRecordsSurviveTheFileFormat() throws {

@@ -29,6 +29,9 @@ struct JobStore {
     /// Jobs whose attempt's start record may still wait in the journal, withdrawable
     /// (`saveStart`); some the writer has taken already.
     private var withdrawableStarts: Set<JobID> = []
+    /// What watched folders' jobs removed in memory leave in their folders' ledgers, until their
+    /// removals are saved (`withFolderEntries`).
+    private var removedFolderFiles: [JobID: FolderLedgerRecord] = [:]
     /// Records written since the last compaction beyond which the journal is rewritten
     /// (`compact_after`), unless the live jobs need more.
     var compactAfter: Int
@@ -50,7 +53,27 @@ struct JobStore {
 
     /// Applies a change to memory only; a verb below saves it.
     mutating func apply(_ record: JournalRecord) {
+        if case .removed(let id) = record, let job = state.jobs[id], let file = FolderFile(leftBy: job) {
+            removedFolderFiles[id] = FolderLedgerRecord(folder: job.spec.folder!, files: [file])
+        }
         state.apply(record)
+    }
+
+    /// `records` with, before the removal of a watched folder's job, the ledger entry that keeps
+    /// what it took once the job is gone (applied to memory as it is saved): the folder must not
+    /// take that version again. A removal that is never saved (an add undone) leaves none.
+    private mutating func withFolderEntries(_ records: [JournalRecord]) -> [JournalRecord] {
+        guard !removedFolderFiles.isEmpty else { return records }
+        var result: [JournalRecord] = []
+        result.reserveCapacity(records.count + 1)
+        for record in records {
+            if case .removed(let id) = record, let entry = removedFolderFiles.removeValue(forKey: id) {
+                state.apply(.folderFiles(entry))
+                result.append(.folderFiles(entry))
+            }
+            result.append(record)
+        }
+        return result
     }
 
     // MARK: - The three verbs
@@ -64,7 +87,7 @@ struct JobStore {
     /// Saves applied changes without waiting for the disk: a crash may lose them.
     mutating func saveSoon(_ records: [JournalRecord], writeWithin delay: Duration = .zero) {
         let (journalable, ended) = journalable(records)
-        let kept = settlingStarts(journalable)
+        let kept = settlingStarts(withFolderEntries(journalable))
         if !kept.isEmpty { journal.append(kept, writeWithin: delay) }
         savedByEnding(ended)
         compactIfWorthwhile()
@@ -96,7 +119,7 @@ struct JobStore {
     /// (`Scheduler.durability(of:)`). The sync may wait `delay` to be shared.
     mutating func saveDurably(_ records: [JournalRecord], within delay: Duration = .zero) -> Journal.DurableTicket {
         let (journalable, ended) = journalable(records)
-        let ticket = journal.queueDurably(settlingStarts(journalable), within: delay)
+        let ticket = journal.queueDurably(settlingStarts(withFolderEntries(journalable)), within: delay)
         savedByEnding(ended)
         return ticket
     }
@@ -116,7 +139,7 @@ struct JobStore {
             case .job(let job): id = job.id
             case .progress(let progress): id = progress.id
             case .removed(let removed): id = removed
-            case .nextID, .foreign: continue
+            case .nextID, .folderFiles, .foreign: continue
             }
             guard withdrawableStarts.remove(id) != nil, let start = journal.withdraw(id) else { continue }
             if case .progress = record {

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+import UploadWire
+
+@testable import UploadCore
+
+@Suite struct FolderLedgerTests {
+    static func file(_ inode: UInt64, _ path: String, _ state: FolderFileState, size: Int64 = 10, job: UInt64? = nil)
+        -> FolderFile
+    {
+        FolderFile(
+            key: FolderFileKey(device: 1, inode: inode), path: path, size: size, modifiedNanoseconds: 5, state: state,
+            job: job.map { JobID($0) })
+    }
+
+    static func record(_ files: [FolderFile], folder: String = "photos") -> JournalRecord {
+        .folderFiles(FolderLedgerRecord(folder: folder, files: files))
+    }
+
+    @Test func theLastEntryOfAFileWinsAndAFileThatIsGoneIsForgotten() {
+        var state = JournalState()
+        state.apply(Self.record([Self.file(1, "a.jpg", .taken, job: 40), Self.file(2, "b.jpg", .taken, job: 50)]))
+        state.apply(Self.record([Self.file(1, "renamed.jpg", .uploaded, job: 40)]))
+        state.apply(Self.record([Self.file(2, "b.jpg", .gone)]))
+        state.apply(Self.record([Self.file(3, "c.jpg", .taken, job: 60)], folder: "other"))
+        state.apply(.removed(JobID(4)))  // clearing its job leaves what the folder took
+        let photos = state.folderLedgers["photos"]
+        #expect(photos?.files.count == 1)
+        #expect(photos?.files[FolderFileKey(device: 1, inode: 1)] == Self.file(1, "renamed.jpg", .uploaded, job: 40))
+        #expect(photos?.count(of: .uploaded) == 1 && photos?.count(of: .taken) == 0)
+        #expect(state.folderLedgers["other"]?.files.count == 1)
+        #expect(state.jobs.isEmpty && state.nextID == 5, "a ledger's job IDs do not move the next ID")
+    }
+
+    /// A folder's job is its record of the version it took, for as long as it is in the queue.
+    @Test func aFoldersJobsAreKnownByTheFileTheyTook() {
+        var job = Fixtures.job(4)
+        job.spec.folder = "photos"
+        job.snapshot = SourceSnapshot(
+            kind: .original, path: "/p/a.jpg", size: 10, device: 1, inode: 77, modificationTimeNanoseconds: 5)
+        var state = JournalState()
+        state.apply(.job(job))
+        state.apply(.job(Fixtures.job(5)))
+        #expect(state.folderLedgers["photos"]?.jobs == [FolderFileKey(device: 1, inode: 77): JobID(4)])
+        job.state = .completed
+        state.apply(.job(job))
+        #expect(state.folderLedgers["photos"]?.jobs.count == 1)
+        #expect(FolderFile(leftBy: job)?.state == .done && FolderFile(leftBy: Fixtures.job(5)) == nil)
+        state.apply(.removed(JobID(4)))
+        #expect(state.folderLedgers["photos"]?.isEmpty == true)
+    }
+
+    @Test func compactionWritesOneEntryPerFileInRecordsOfBoundedSize() throws {
+        var state = JournalState()
+        let count = FolderLedger.entriesPerRecord + 3
+        for inode in 0..<UInt64(count) {
+            state.apply(Self.record([Self.file(inode, "f\(inode)", .taken, job: inode + 1)]))
+            state.apply(Self.record([Self.file(inode, "f\(inode)", .done, job: inode + 1)]))
+        }
+        state.apply(Self.record([Self.file(7, "f7", .gone)]))
+        let compacted = state.compactedRecords()
+        let ledgers = compacted.compactMap { record -> FolderLedgerRecord? in
+            if case .folderFiles(let ledger) = record { return ledger }
+            return nil
+        }
+        #expect(ledgers.map(\.files.count) == [FolderLedger.entriesPerRecord, 2])
+        #expect(ledgers.flatMap(\.files).allSatisfy { $0.state == .done })
+        var replayed = JournalState()
+        for record in try JournalFormat.decode(Fixtures.file(compacted)).records { replayed.apply(record) }
+        #expect(replayed.folderLedgers == state.folderLedgers)
+    }
+
+    /// A daemon from before watched folders reads the record as foreign, with no job, and writes
+    /// it back when it compacts: the ledger comes back whole when a newer daemon starts again.
+    @Test func aDaemonThatDoesNotKnowTheLedgerKeepsIt() throws {
+        let ledger = Self.record([Self.file(1, "a.jpg", .taken, job: 2)])
+        var writer = BinaryWriter()
+        ledger.writePayload(to: &writer)
+        var older = JournalState()
+        older.apply(.job(Fixtures.job(2)))
+        older.apply(.foreign(ForeignRecord(type: ledger.typeCode, payload: writer.bytes, jobID: nil)))
+        let kept = try JournalFormat.decode(Fixtures.file(older.compactedRecords())).records
+        #expect(kept.contains(ledger))
+        var newer = JournalState()
+        for record in kept { newer.apply(record) }
+        #expect(newer.folderLedgers["photos"]?.files.count == 1)
+    }
+
+    /// A state named by a newer daemon keeps the whole record as it is, with no job, never damage.
+    @Test func aStateOfANewerDaemonKeepsTheRecordAsItIs() throws {
+        var writer = BinaryWriter()
+        Self.record([Self.file(1, "a.jpg", .taken, job: 2)]).writePayload(to: &writer)
+        let payload = JournalFormatTests.replacing(Array("taken".utf8), with: Array("later".utf8), in: writer.bytes)
+        let contents = try JournalFormat.decode(
+            Fixtures.file([.nextID(2)]) + JournalFormatTests.frame(type: 5, payload: payload))
+        #expect(contents.damage == nil)
+        #expect(contents.records.last == .foreign(ForeignRecord(type: 5, payload: payload, jobID: nil)))
+    }
+}

@@ -196,23 +196,14 @@ struct AddCommand: ControlCommand {
     }
 
     /// Where the files of `folder` (relative to a folder named, empty for a file named on its
-    /// own) go: DEST itself, or its folder path below DEST, each name percent-encoded. A folder
-    /// needs DEST to be a folder too (a trailing `/`, or `REMOTE:` alone).
+    /// own) go (`Destination.under`). A folder needs DEST to be a folder too.
     func destination(forFolder folder: String) throws(UsageError) -> String {
-        guard !folder.isEmpty else { return destination }
-        guard destination.hasSuffix("/") || destination.hasSuffix(":") else {
+        guard let under = Destination.under(destination, folder: folder) else {
             throw UsageError(
                 "a folder's files go into a folder: end --to with / (as in --to \(destination)/) to keep them under it"
             )
         }
-        return destination + folder.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
-            + "/"
-    }
-
-    /// A folder name as one URL path segment: what is not unreserved (RFC 3986) is percent-encoded,
-    /// so a `#`, `?` or `%` in it stays part of the name on every kind of destination.
-    static func percentEncoded(_ name: String) -> String {
-        name.addingPercentEncoding(withAllowedCharacters: URLUnreserved.characters) ?? name
+        return under
     }
 
     /// This process's umask, which `file://` copies follow as `cp` would (reading it means setting it).

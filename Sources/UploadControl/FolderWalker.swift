@@ -185,21 +185,11 @@ struct FolderWalker: Equatable {
         _ fd: Int32, path: String, folder: String, relative: String, visited: inout Set<[UInt64]>,
         visit: (Found) throws -> Void, problem: (Problem) -> Void, skipped: (Skip) -> Void
     ) rethrows {
-        guard let stream = fdopendir(fd) else {
-            close(fd)
+        defer { close(fd) }
+        guard let names = FolderNames.sorted(fd) else {
             problem(Problem(path: path, message: "cannot read the folder: \(String(cString: strerror(errno)))"))
             return
         }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name == "." || name == ".." { continue }
-            names.append(name)
-        }
-        names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var subfolders: [String] = []
         for name in names {
             if name.hasPrefix(".") && !includeHidden {
@@ -213,7 +203,7 @@ struct FolderWalker: Equatable {
             }
             let fullPath = path.hasSuffix("/") ? path + name : path + "/" + name
             var info = stat()
-            guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
                 problem(Problem(path: fullPath, message: String(cString: strerror(errno))))
                 continue
             }
@@ -222,7 +212,7 @@ struct FolderWalker: Equatable {
                     skipped(.symlink)
                     continue
                 }
-                guard fstatat(dirfd(stream), name, &info, 0) == 0 else {
+                guard fstatat(fd, name, &info, 0) == 0 else {
                     problem(Problem(path: fullPath, message: "a broken symlink"))
                     continue
                 }
@@ -246,7 +236,7 @@ struct FolderWalker: Equatable {
             let relativePath = relative.isEmpty ? name : relative + "/" + name
             let fullPath = path.hasSuffix("/") ? path + name : path + "/" + name
             let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
-            let child = openat(dirfd(stream), name, flags)
+            let child = openat(fd, name, flags)
             guard child >= 0 else {
                 problem(Problem(path: fullPath, message: "cannot open the folder: \(String(cString: strerror(errno)))"))
                 continue

@@ -54,7 +54,7 @@ public struct INIDocument: Sendable, Equatable {
                 let inner = line.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
                 let words = inner.split(separator: " ", omittingEmptySubsequences: true)
                 guard line.hasSuffix("]"), line.count > 2, words.count == 1 || words.count == 2 else {
-                    problem("a section header looks like [daemon] or [remote NAME]")
+                    problem("a section header looks like [daemon], [remote NAME] or [folder NAME]")
                     inUnreadableSection = true
                     continue
                 }

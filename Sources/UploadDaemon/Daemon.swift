@@ -87,13 +87,15 @@ final class Daemon: Sendable {
     let crashMarker: CrashMarker
     let networkMonitor: NetworkMonitor?
     let conditionsWatcher: SystemConditionsWatcher?
+    /// Watches the `[folder NAME]` rules' folders once the queue runs; nil when it cannot (no pipe).
+    let folderWatcher: FolderWatcher?
 
     private init(
         options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier, stateLock: DirectoryLock,
         cacheLock: DirectoryLock,
         journal: Journal, http: HTTPClient, scheduler: Scheduler, server: ControlServer, socketPath: String,
         ownsSocketFile: Bool, journalDamage: String?, configReport: ConfigReport, crashMarker: CrashMarker,
-        networkMonitor: NetworkMonitor?, conditionsWatcher: SystemConditionsWatcher?
+        networkMonitor: NetworkMonitor?, conditionsWatcher: SystemConditionsWatcher?, folderWatcher: FolderWatcher?
     ) {
         self.options = options
         self.environment = environment
@@ -111,6 +113,7 @@ final class Daemon: Sendable {
         self.crashMarker = crashMarker
         self.networkMonitor = networkMonitor
         self.conditionsWatcher = conditionsWatcher
+        self.folderWatcher = folderWatcher
     }
 
     static func start(options: DaemonOptions, environment: [String: String], notifier: SystemdNotifier) throws -> Daemon
@@ -227,7 +230,7 @@ final class Daemon: Sendable {
             scheduler: scheduler, server: server, socketPath: socketPath, ownsSocketFile: ownsSocketFile,
             journalDamage: replay.damage, configReport: report, crashMarker: crashMarker,
             networkMonitor: networkMonitor,
-            conditionsWatcher: conditionsWatcher)
+            conditionsWatcher: conditionsWatcher, folderWatcher: try? FolderWatcher())
         daemonBox.daemon = daemon
         server.start()
         return daemon
@@ -241,6 +244,11 @@ final class Daemon: Sendable {
         notifier.ready(status: await scheduler.takeStatusText())
         await scheduler.start()
         crashMarker.clear()  // its consequences are journaled now
+        // After the queue runs (READY is sent already): the first scan of a large folder holds
+        // neither the start nor the control socket.
+        folderWatcher?.start(await scheduler.folderRules) { [scheduler] rule, files in
+            Task { await scheduler.takeFolderFiles(rule, files) }
+        }
         Log.notice("uploadd \(UploaddVersion.string) ready (pid \(getpid()))")
         let watchdog = startWatchdog()
         for await signal in signals.stream {
@@ -260,6 +268,7 @@ final class Daemon: Sendable {
         server.stop()
         networkMonitor?.stop()
         conditionsWatcher?.stop()
+        folderWatcher?.stop()
         await scheduler.shutdown()
         http.shutdown()
         journal.close()
@@ -287,6 +296,7 @@ final class Daemon: Sendable {
         for warning in config.warnings { Log.warning("\(options.configPath): \(warning)") }
         configReport.applied(warnings: config.warnings)
         await scheduler.reload(config)
+        folderWatcher?.apply(await scheduler.folderRules)
         notifier.ready(status: await scheduler.takeStatusText())
         Log.notice("config reloaded from \(options.configPath)")
         return config.warnings

@@ -32,6 +32,25 @@ public enum Destination: Sendable, Equatable {
         return destination
     }
 
+    /// Where the files of `folder` (a path inside a folder being uploaded, empty for the folder's
+    /// own files) go: DEST itself, or its folder path below DEST, each name percent-encoded (what
+    /// is not unreserved in RFC 3986), so that a `#`, `?` or `%` stays part of the name on every
+    /// kind of destination. Nil when DEST is not a folder (a trailing `/`, or `REMOTE:` alone)
+    /// and `folder` is not empty.
+    public static func under(_ destination: String, folder: String) -> String? {
+        guard !folder.isEmpty else { return destination }
+        guard isFolder(destination) else { return nil }
+        return destination
+            + folder.split(separator: "/").map {
+                $0.addingPercentEncoding(withAllowedCharacters: URLUnreserved.characters) ?? String($0)
+            }.joined(separator: "/") + "/"
+    }
+
+    /// Whether DEST names a folder, which a file's name is appended to: a trailing `/`, or `REMOTE:`.
+    public static func isFolder(_ destination: String) -> Bool {
+        destination.hasSuffix("/") || destination.hasSuffix(":")
+    }
+
     private static let recentlyParsed = Mutex<[(text: String, destination: Destination)]>([])
 
     private static func parseAnew(_ text: String) throws(ParseError) -> Destination {

@@ -9,12 +9,14 @@ import Testing
 @Suite struct ConfigManPageTests {
     private let daemonItems: [(tag: String, body: String)]
     private let remoteItems: [(tag: String, body: String)]
+    private let folderItems: [(tag: String, body: String)]
     private let page: ManPageSource
 
     init() throws {
         page = try ManPageSource("contrib/man/uploadd.conf.5")
         daemonItems = ManPageSource.items(page.section("DAEMON SECTION"))
         remoteItems = ManPageSource.items(page.section("REMOTE SECTIONS"))
+        folderItems = ManPageSource.items(page.section("FOLDER SECTIONS"))
     }
 
     private func keys(_ items: [(tag: String, body: String)]) -> [String] {
@@ -43,6 +45,16 @@ import Testing
         }
     }
 
+    @Test func everyFolderKeyIsDocumentedOnce() {
+        let documented = keys(folderItems)
+        for key in FolderRule.keys {
+            #expect(documented.filter { $0 == key }.count == 1, "[folder] \(key) in uploadd.conf.5")
+        }
+        for key in documented {
+            #expect(FolderRule.keys.contains(key), "uploadd.conf.5 documents [folder] \(key); it is no key")
+        }
+    }
+
     /// "1 to 64": both ends are accepted, and one past either end is refused.
     @Test func theRangesOfDaemonKeysAreTheParsers() throws {
         var checked = 0
@@ -62,7 +74,7 @@ import Testing
 
     @Test func theExampleIsAValidConfig() throws {
         let text = ManPageSource.example(page.section("EXAMPLES"))
-        #expect(text.contains("[remote"))
+        #expect(text.contains("[remote") && text.contains("[folder"))
         let config = try DaemonConfig.parse(text)
         #expect(config.warnings.isEmpty)
     }

@@ -5,7 +5,16 @@ import UploadWire
 
 /// One `job.add` of one or more files, as it goes through the phases of `Scheduler.add(_:turn:)`.
 struct AddRun {
+    /// A watched folder that hands files over: its jobs carry its name and join its batch.
+    struct FolderOrigin {
+        var name: String
+        /// The folder's open batch; nil: the add's first job starts one.
+        var batch: JobID?
+    }
+
     let batch: [AddParams]
+    /// Set for files a watched folder hands over; nil for a client's add.
+    var folder: FolderOrigin?
     /// Each request's answer, once it has one.
     var results: [Result<JobInfo, RPCError>?]
     /// Requests whose checks passed, for their source's check.
@@ -21,8 +30,9 @@ struct AddRun {
     /// Copies still being made alongside the upload (`--snapshot` of a growing file).
     var growingCopies: [JobID: GrowingCopy] = [:]
 
-    init(_ batch: [AddParams]) {
+    init(_ batch: [AddParams], folder: FolderOrigin? = nil) {
         self.batch = batch
+        self.folder = folder
         results = Array(repeating: nil, count: batch.count)
     }
 

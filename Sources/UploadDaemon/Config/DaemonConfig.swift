@@ -93,6 +93,8 @@ struct DaemonConfig: Sendable, Equatable {
     /// Bytes per second each HTTP transfer may send at most; nil is unlimited.
     var rateLimit: Int64?
     var remotes: [String: RemoteConfig] = [:]
+    /// Watched folders, `[folder NAME]`, by name.
+    var folders: [String: FolderRule] = [:]
     /// Commands run when a job ends (`on_complete`, `on_failure`), and how long they may take.
     var hooks = HookSettings()
     /// Whether any hook is set, in `[daemon]` or on a remote: most configs have none, and then a
@@ -174,7 +176,7 @@ struct DaemonConfig: Sendable, Equatable {
         }
     }
 
-    static func parse(_ text: String) throws -> DaemonConfig {
+    static func parse(_ text: String, home: String = NSHomeDirectory()) throws -> DaemonConfig {
         var syntaxErrors: [INIDocument.ParseError] = []
         let document = INIDocument(parsing: text, problems: &syntaxErrors)
         // Every problem is reported at once, lines that cannot be read among them, and any one of
@@ -194,14 +196,18 @@ struct DaemonConfig: Sendable, Equatable {
                 errors += config.applyDaemonSection(section)
             case "remote":
                 errors += config.addRemote(section)
+            case "folder":
+                errors += config.addFolder(section, home: home)
             default:
                 let guess =
-                    Self.closest(section.kind, among: ["daemon", "remote"]).map { " (did you mean [\($0)]?)" } ?? ""
+                    Self.closest(section.kind, among: ["daemon", "remote", "folder"]).map { " (did you mean [\($0)]?)" }
+                    ?? ""
                 errors.append(
-                    "line \(section.line): unknown section [\(section.kind)]\(guess); sections are [daemon] and [remote NAME]"
+                    "line \(section.line): unknown section [\(section.kind)]\(guess); sections are [daemon], [remote NAME] and [folder NAME]"
                 )
             }
         }
+        errors += config.folderProblems()
         guard errors.isEmpty else { throw LoadError(path: "", message: errors.joined(separator: "\n")) }
         return config
     }

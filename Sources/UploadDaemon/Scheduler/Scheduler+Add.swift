@@ -20,8 +20,10 @@ extension Scheduler {
     /// The phases, each a method below, in order: the requests, the sources, the IDs, the copies,
     /// saving the copies, the journal, the answers. A request that fails a phase has its answer
     /// and goes no further.
-    func add(_ batch: [AddParams], turn: AddTurn? = nil) async -> [Result<JobInfo, RPCError>] {
-        var run = AddRun(batch)
+    func add(_ batch: [AddParams], turn: AddTurn? = nil, origin: AddRun.FolderOrigin? = nil) async -> [Result<
+        JobInfo, RPCError
+    >] {
+        var run = AddRun(batch, folder: origin)
         checkRequests(&run)
         // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
         let originals = await run.checkSources(dependencies.snapshots)
@@ -78,6 +80,15 @@ extension Scheduler {
                 if run.batch[item.index].newBatch == true {
                     spec.batch = JobID(reservedNextID)
                     knownBatches.insert(JobID(reservedNextID))
+                }
+                if var folder = run.folder {
+                    if folder.batch == nil {
+                        folder.batch = JobID(reservedNextID)
+                        knownBatches.insert(JobID(reservedNextID))
+                        run.folder = folder
+                    }
+                    spec.folder = folder.name
+                    spec.batch = folder.batch
                 }
                 options.share(&spec)
                 run.accepted.append((item.index, spec, original, JobID(reservedNextID)))

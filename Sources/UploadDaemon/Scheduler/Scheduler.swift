@@ -80,6 +80,8 @@ actor Scheduler {
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
     var hooks = HookQueue()
+    /// Files watched folders handed over that are being added, and each folder's batch.
+    var folderIntake = FolderIntake()
     /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
     var batchAnnouncements = BatchAnnouncements()
     var notificationsShown = 0

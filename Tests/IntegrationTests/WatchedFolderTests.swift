@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import Testing
+import UploadCore
+import UploadWire
+
+/// `[folder NAME]`: files that appear in a watched folder go to nginx's WebDAV once, whole, and
+/// only once, across restarts, against a real daemon.
+@Suite(.serialized)
+final class WatchedFolderTests {
+    let servers: TestServers
+    let inbox: String
+    let run = "watched-\(UUID().uuidString.prefix(8))"
+    let daemon: DaemonProcess
+
+    init() throws {
+        servers = try TestServers.load()
+        inbox = try TestPaths.scratch("watched-inbox").path
+        daemon = try DaemonProcess(name: "watched", config: Self.config(inbox: inbox, to: "", settle: "1s"))
+        try writeConfig(settle: "1s")
+    }
+
+    deinit { daemon.stop() }
+
+    static func config(inbox: String, to: String, settle: String, extra: String = "") -> String {
+        """
+        [folder inbox]
+        path = \(inbox)
+        to = \(to)
+        protocol = put
+        settle = \(settle)
+        \(extra)
+        """
+    }
+
+    var destination: String { "\(servers.nginxURL)/dav/\(run)/" }
+    var received: String { "\(servers.nginxRoot)/dav/\(run)" }
+
+    func writeConfig(settle: String, extra: String = "") throws {
+        try Self.config(inbox: inbox, to: destination, settle: settle, extra: extra)
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// The jobs of the folder, by source path inside it.
+    func jobs() throws -> [String: [JobInfo]] {
+        Dictionary(
+            grouping: try daemon.ctlJSON(JobList.self, ["list"]).jobs.filter { $0.source.hasPrefix(inbox + "/") }
+        ) {
+            String($0.source.dropFirst(inbox.count + 1))
+        }
+    }
+
+    /// Waits until each of `paths` has a completed job, and returns the jobs by path.
+    @discardableResult
+    func waitForUploads(_ paths: [String], timeout: Double = 60) throws -> [String: [JobInfo]] {
+        var last: [String: [JobInfo]] = [:]
+        let done = try eventually(timeout: timeout) {
+            last = try jobs()
+            return paths.allSatisfy { last[$0]?.contains { $0.state == .completed } == true }
+        }
+        guard done else { throw TestFailure("not all of \(paths) uploaded: \(last)\nlog:\n\(daemon.log(tail: 30))") }
+        return last
+    }
+
+    func write(_ path: String, _ text: String, append: Bool = false) throws {
+        let url = URL(fileURLWithPath: inbox + "/" + path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if append, let handle = try? FileHandle(forWritingTo: url) {
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.close()
+        } else {
+            try Data(text.utf8).write(to: url)
+        }
+    }
+
+    /// A file written in three parts, a second apart, goes once, whole; one saved by
+    /// write-then-rename goes under its final name only.
+    @Test func aFileGoesOnceWholeAfterItsLastWrite() throws {
+        try writeConfig(settle: "2s")
+        try daemon.start()
+        for part in 1...3 {
+            try write("slow.txt", "part \(part)\n", append: part > 1)
+            Thread.sleep(forTimeInterval: 1)
+        }
+        try write(".photo.jpg.tmp", "the whole photo\n")
+        #expect(rename(inbox + "/.photo.jpg.tmp", inbox + "/photo.jpg") == 0)
+        let jobs = try waitForUploads(["slow.txt", "photo.jpg"])
+        Thread.sleep(forTimeInterval: 3)  // anything else would have been taken by now
+        #expect(try self.jobs().mapValues(\.count) == ["slow.txt": 1, "photo.jpg": 1], "\(jobs)")
+        #expect(try String(contentsOfFile: received + "/slow.txt", encoding: .utf8) == "part 1\npart 2\npart 3\n")
+        #expect(try String(contentsOfFile: received + "/photo.jpg", encoding: .utf8) == "the whole photo\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: received).sorted() == ["photo.jpg", "slow.txt"])
+    }
+
+    /// Files that appear while uploadd is down go after it starts; nothing goes twice, not after a
+    /// restart and not after the jobs are cleared; a file changed after its upload goes again.
+    @Test func filesOfTheDowntimeGoOnceAndAChangedFileGoesAgain() throws {
+        try daemon.start()
+        try write("first.txt", "first\n")
+        try waitForUploads(["first.txt"])
+        #expect(daemon.stop() == 0)
+        let dropped = (1...20).map { "day\($0 % 3)/file-\($0).txt" }
+        for path in dropped { try write(path, "contents of \(path)\n") }
+        try daemon.start()
+        try waitForUploads(dropped)
+        for path in dropped {
+            #expect(try String(contentsOfFile: received + "/" + path, encoding: .utf8) == "contents of \(path)\n")
+        }
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        #expect(try daemon.ctl(["clear"]).status == 0)
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        Thread.sleep(forTimeInterval: 2)
+        let retaken = try jobs().keys.sorted()
+        #expect(retaken.isEmpty, "taken again after a restart")
+        try write("first.txt", "first, edited\n")
+        try waitForUploads(["first.txt"])
+        #expect(try jobs().mapValues(\.count) == ["first.txt": 1])
+        #expect(try String(contentsOfFile: received + "/first.txt", encoding: .utf8) == "first, edited\n")
+    }
+
+    /// `reload` adds a rule (its folder is scanned) and removes it (files after it stay).
+    @Test func reloadAddsAndRemovesAFolder() throws {
+        try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try daemon.start()
+        try write("before.txt", "before\n")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try jobs().isEmpty)
+        try writeConfig(settle: "1s")
+        #expect(try daemon.ctl(["reload"]).status == 0)
+        try write("during.txt", "during\n")
+        try waitForUploads(["before.txt", "during.txt"])
+        try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        #expect(try daemon.ctl(["reload"]).status == 0)
+        try write("after.txt", "after\n")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try jobs()["after.txt"] == nil)
+    }
+
+    /// A folder others may write to is refused, and says why; a folder removed and made again is
+    /// watched again.
+    @Test func anOpenFolderIsRefusedAndARemadeFolderIsWatchedAgain() throws {
+        chmod(inbox, 0o777)
+        try daemon.start()
+        try write("planted.txt", "planted\n")
+        Thread.sleep(forTimeInterval: 2)
+        #expect(try jobs().isEmpty)
+        #expect(daemon.log(tail: 200).contains("(mode 777); chmod go-w \(inbox)"))
+        chmod(inbox, 0o755)
+        #expect(try daemon.ctl(["reload"]).status == 0)
+        try FileManager.default.removeItem(atPath: inbox)
+        Thread.sleep(forTimeInterval: 1)
+        mkdir(inbox, 0o755)
+        try write("again.txt", "again\n")
+        try waitForUploads(["again.txt"], timeout: 30)
+    }
+}

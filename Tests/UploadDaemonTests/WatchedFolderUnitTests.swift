@@ -1,0 +1,177 @@
+import Foundation
+import Testing
+import UploadCore
+import UploadPlatform
+import UploadWire
+
+@testable import UploadDaemon
+
+@Suite("Watched folders: rules, settling, the scan")
+struct WatchedFolderUnitTests {
+    @Test func aFolderSectionIsReadWithItsDefaults() throws {
+        let config = try DaemonConfig.parse(
+            """
+            [remote nas]
+            url = https://nas.example/dav/
+
+            [folder shots]
+            path = ~/Pictures/Screenshots/
+            to = nas:screenshots/
+            include = *.png *.jpg
+            settle = 500ms
+            image = max=2048
+            priority = 5
+
+            [folder "docs"]
+            path = /srv/docs
+            to = file:///backup/docs/
+            recursive = no
+            exclude = *.bak
+            follow = yes
+            """, home: "/home/u")
+        let shots = try #require(config.folders["shots"])
+        #expect(shots.path == "/home/u/Pictures/Screenshots")
+        #expect(shots.destination == "nas:screenshots/" && shots.recursive && !shots.followSymlinks)
+        #expect(shots.include == ["*.png", "*.jpg"] && shots.exclude == FolderRule.defaultExcludes)
+        #expect(shots.settle == .milliseconds(500) && shots.settleNanoseconds == 500_000_000)
+        #expect(shots.image == "max=2048" && shots.priority == 5)
+        let docs = try #require(config.folders["docs"])
+        #expect(!docs.recursive && docs.followSymlinks && docs.exclude == ["*.bak"] && docs.include.isEmpty)
+        #expect(docs.settle == .seconds(2))
+    }
+
+    @Test func aFolderRuleSaysWhatIsWrongWithIt() {
+        func errors(_ text: String) -> String {
+            (#expect(throws: DaemonConfig.LoadError.self) { try DaemonConfig.parse(text, home: "/home/u") })?.message
+                ?? ""
+        }
+        let missing = errors("[folder a]\nrecursive = maybe\n")
+        #expect(missing.contains("line 2: [folder a] recursive must be yes or no"))
+        #expect(missing.contains("[folder a] needs a path") && missing.contains("[folder a] needs a 'to' destination"))
+        #expect(errors("[folder a]\npath = rel/dir\nto = file:///x/\n").contains("path must be absolute"))
+        #expect(errors("[folder a]\npath = /a\nto = file:///x/name.jpg\n").contains("to must be a folder"))
+        #expect(errors("[folder a]\npath = /a\nto = nas:x/\n").contains("no [remote nas] is configured"))
+        #expect(errors("[folder a]\npath = /a\nto = file:///x/\nsettle = 50ms\n").contains("settle must be a time"))
+        #expect(errors("[folder a]\npath = /a\nto = file:///x/\nafter = delete\n").contains("not supported yet"))
+        #expect(
+            errors("[folder a]\npath = /a\nto = file:///x/\n[folder b]\npath = /a/b\nto = file:///y/\n").contains(
+                "[folder b] watches files [folder a] (line 1) watches too"))
+        #expect(errors("[foldr a]\n").contains("(did you mean [folder]?)"))
+    }
+
+    @Test func aFileIsDueOnceAfterItsLastEvent() {
+        var tracker = SettleTracker()
+        let shot = SettleTracker.Key(folder: "f", path: "a.png")
+        let settle: Int64 = 2_000
+        tracker.arm(shot, at: 0, after: settle)
+        tracker.arm(shot, at: 1_000, after: settle)  // written again, in a second open
+        tracker.arm(SettleTracker.Key(folder: "f", path: ".a.png.tmp"), at: 1_500, after: settle)
+        tracker.forget(SettleTracker.Key(folder: "f", path: ".a.png.tmp"))  // renamed away
+        #expect(tracker.nextDeadline == 3_000)
+        #expect(tracker.takeDue(at: 2_999).isEmpty)
+        #expect(tracker.takeDue(at: 3_000) == [shot])
+        #expect(tracker.takeDue(at: 9_000).isEmpty && tracker.nextDeadline == nil)
+        tracker.arm(SettleTracker.Key(folder: "f", path: "d/x"), at: 0, after: 1)
+        tracker.arm(SettleTracker.Key(folder: "f", path: "dx"), at: 0, after: 1)
+        tracker.forget(folder: "f", under: "d")
+        #expect(tracker.takeDue(at: 5) == [SettleTracker.Key(folder: "f", path: "dx")])
+    }
+
+    @Test func aFileIsQuietOnceItsLastChangeIsSettleAgo() {
+        #expect(FileQuietness.of(changedNanoseconds: 1_000, now: 3_000, settle: 2_000) == .quiet)
+        #expect(
+            FileQuietness.of(changedNanoseconds: 1_500, now: 3_000, settle: 2_000) == .changing(waitNanoseconds: 500))
+        #expect(FileQuietness.of(changedNanoseconds: 9_000, now: 3_000, settle: 2_000) == .quiet, "a clock set back")
+    }
+
+    @Test func theLedgerAndTheQueueKeepAVersionFromBeingTakenTwice() {
+        var intake = FolderIntake()
+        let a = FolderWatcher.Settled(
+            relativePath: "a.png", identity: SourceIdentity(device: 1, inode: 10), size: 5, modifiedNanoseconds: 7)
+        let b = FolderWatcher.Settled(
+            relativePath: "b.png", identity: SourceIdentity(device: 1, inode: 11), size: 5, modifiedNanoseconds: 7)
+        var state = JournalState()
+        state.apply(
+            .folderFiles(
+                FolderLedgerRecord(
+                    folder: "f",
+                    files: [
+                        FolderFile(
+                            key: FolderFileKey(device: 1, inode: 10), path: "/f/a.png", size: 5, modifiedNanoseconds: 7,
+                            state: .done, job: JobID(1))
+                    ])))
+        let ledger = state.folderLedgers["f"]
+        #expect(intake.admit([a, b], folder: "f", ledger: ledger, job: { _ in nil }) == [b])
+        #expect(intake.admit([b], folder: "f", ledger: ledger, job: { _ in nil }).isEmpty, "b is being added")
+        intake.added([b], folder: "f")
+        var changed = a
+        changed.size = 6
+        #expect(intake.admit([changed, b], folder: "f", ledger: ledger, job: { _ in nil }) == [changed, b])
+    }
+
+    @Test func theScanTakesTheRulesFilesAndWatchesItsFolders() throws {
+        let root = try TemporaryDirectory()
+        let top = root.path + "/watched"
+        for path in ["a.png", "b.txt", ".hidden.png", "x.png.tmp", "sub/c.png", ".git/d.png", "open/e.png"] {
+            let url = URL(fileURLWithPath: top + "/" + path)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: url)
+        }
+        chmod(top + "/open", 0o777)
+        #expect(symlink(top + "/a.png", top + "/link.png") == 0)
+        var rule = FolderRule(name: "w", path: top, destination: "file:///out/")
+        rule.include = ["*.png"]
+        var scan = FolderScan(rule: rule)
+        var watched: [String] = []
+        scan.walk(
+            open(top, O_RDONLY | O_DIRECTORY), folder: "",
+            watch: {
+                watched.append($0); return true
+            }
+        ) { path, info in
+            FolderWatcher.Settled(
+                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
+        }
+        #expect(scan.settled.map(\.relativePath) == ["a.png", "sub/c.png"])
+        #expect(watched == ["", "sub"])
+        #expect(scan.problems.count == 1 && scan.problems[0].hasPrefix("open: a folder others may write to"))
+        rule.followSymlinks = true
+        rule.trustOthers = true
+        var trusting = FolderScan(rule: rule)
+        trusting.walk(open(top, O_RDONLY | O_DIRECTORY), folder: "", watch: { _ in true }) { path, info in
+            FolderWatcher.Settled(
+                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
+        }
+        #expect(trusting.settled.map(\.relativePath) == ["a.png", "link.png", "open/e.png", "sub/c.png"])
+        #expect(trusting.settled[0].identity == trusting.settled[1].identity, "a followed link is its file")
+    }
+
+    @Test func aFolderOthersMayWriteToIsRefused() throws {
+        let root = try TemporaryDirectory()
+        chmod(root.path, 0o700)
+        let shared = root.path + "/shared"
+        mkdir(shared, 0o755)
+        chmod(shared, 0o1777)
+        let rule = FolderRule(name: "s", path: shared, destination: "file:///out/")
+        #expect(FolderTrust.refusal(of: rule)?.contains("other users may write to it (mode 1777)") == true)
+        var trusting = rule
+        trusting.trustOthers = true
+        #expect(FolderTrust.refusal(of: trusting) == nil)
+        chmod(shared, 0o755)
+        #expect(FolderTrust.refusal(of: rule) == nil)
+    }
+
+    @Test func inotifySaysWhatHappenedInAFolder() throws {
+        let root = try TemporaryDirectory()
+        let inotify = try Inotify()
+        let watch = try inotify.addWatch(root.path, mask: UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: root.path + "/.a.tmp"))
+        #expect(rename(root.path + "/.a.tmp", root.path + "/a b.png") == 0)
+        let events = inotify.readEvents()
+        #expect(events.map(\.name) == [".a.tmp", "a b.png"])
+        #expect(events.allSatisfy { $0.watch == watch })
+        #expect(events[0].has(IN_CLOSE_WRITE) && events[1].has(IN_MOVED_TO))
+        #expect(throws: Inotify.Failure.self) { try inotify.addWatch(root.path + "/missing", mask: UInt32(IN_CREATE)) }
+    }
+}

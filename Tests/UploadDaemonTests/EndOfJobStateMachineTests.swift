@@ -64,5 +64,23 @@ struct EndOfJobStateMachineTests {
         #expect(BatchAnnouncements.message(batch: JobID(1), jobs: mixed, policy: .failures)?.urgent == true)
         #expect(BatchAnnouncements.message(batch: JobID(1), jobs: mixed, policy: .none) == nil)
         #expect(BatchAnnouncements.message(batch: JobID(1), jobs: [job(1, .canceled)], policy: .all) == nil)
+        #expect(BatchAnnouncements.message(batch: JobID(1), jobs: fine, policy: .all)?.summary == "Uploaded 2 files")
+    }
+
+    @Test func aWatchedFoldersBatchNamesTheFolder() {
+        func job(_ id: UInt64, _ state: JobState) -> Job {
+            var spec = JobSpec(source: "/p/\(id).png", destination: "nas:shots/")
+            spec.folder = "screenshots"
+            var job = Job(id: JobID(id), spec: spec, createdAt: Date())
+            job.state = state
+            return job
+        }
+        let fine = BatchAnnouncements.text(
+            batch: JobID(1), completed: [job(1, .completed), job(2, .completed)], failed: [])
+        #expect(fine.summary == "Uploaded 2 files from screenshots" && fine.body == "to nas:shots/")
+        let one = BatchAnnouncements.text(batch: JobID(1), completed: [], failed: [job(3, .failed)])
+        #expect(one.summary == "Upload of 3.png from screenshots failed")
+        let some = BatchAnnouncements.text(batch: JobID(1), completed: [job(1, .completed)], failed: [job(3, .failed)])
+        #expect(some.summary == "1 of 2 files from screenshots failed to upload")
     }
 }

@@ -52,18 +52,22 @@ struct BatchAnnouncements {
         return Message(summary: summary, body: body, urgent: !failed.isEmpty)
     }
 
+    /// The text of a batch's notification; a watched folder's batch names the folder
+    /// ("Uploaded 12 files from screenshots").
     static func text(batch: JobID, completed: [Job], failed: [Job]) -> (summary: String, body: String) {
         func name(_ job: Job) -> String { (job.spec.source as NSString).lastPathComponent }
         func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
         let total = completed.count + failed.count
+        let from = (completed.first ?? failed.first)?.spec.folder.map { " from \($0)" } ?? ""
         guard let firstFailure = failed.first else {
             let what = completed.count == 1 ? name(completed[0]) : files(completed.count)
             let destination = Redaction.redactURL(completed[0].spec.destination)
-            return ("Uploaded \(what)", "to \(destination)")
+            return ("Uploaded \(what)\(from)", "to \(destination)")
         }
         let summary =
             total == 1
-            ? "Upload of \(name(firstFailure)) failed" : "\(failed.count) of \(files(total)) failed to upload"
+            ? "Upload of \(name(firstFailure))\(from) failed"
+            : "\(failed.count) of \(files(total))\(from) failed to upload"
         let body =
             "\(name(firstFailure)): \(firstFailure.error?.message ?? "failed")"
             + (total == 1 ? "" : "\nuploadctl list --batch \(batch) --state failed")

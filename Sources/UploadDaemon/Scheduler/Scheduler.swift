@@ -224,14 +224,17 @@ actor Scheduler {
         // Jobs for a server at its cap, passed over so that jobs for other servers can go first.
         var passedOver = 0
         var firstPassedOver = 0
-        var servers = ServerShares(cap: config.serverShare, running: running.values.lazy.map(\.server))
+        // Each server's running transfers, counted the first time a share is asked: until as
+        // many run as a server's share, no job's server needs working out.
+        let share = config.serverShare
+        var servers: ServerShares?
         let slots = config.transferSlots
         // What the checks ask of the running attempts, kept as jobs start rather than asked of
         // every attempt again for each job looked at.
         var runningBytesLeft = running.values.map(\.bytesLeft)
         var suspectRunning = isRunningASuspect
-        func start(_ job: Job, sendingTo server: String) {
-            servers.started(server)
+        func start(_ job: Job, sendingTo server: String?) {
+            if servers != nil { servers!.started(server ?? self.server(of: job)) }
             startAttempt(job)
             guard let attempt = running[job.id] else { return }
             runningBytesLeft.append(attempt.bytesLeft)
@@ -239,8 +242,12 @@ actor Scheduler {
         }
         filling: while !stopping, running.count < slots.mostAtOnce, !suspectRunning, let id = ready.popFirst() {
             guard let job = store.jobs[id] else { continue }
-            let jobServer = server(of: job)
-            if readyServers != nil { readyServers!.remove(jobServer) }
+            var knownServer: String?
+            func jobServer() -> String {
+                if knownServer == nil { knownServer = server(of: job) }
+                return knownServer!
+            }
+            if readyServers != nil { readyServers!.remove(jobServer()) }
             guard job.state == .queued else { continue }
             if job.needsPreparation {
                 enqueue(job)  // its turn comes once it is prepared
@@ -258,15 +265,18 @@ actor Scheduler {
                 makeReady(job)  // the queue's order holds: nothing starts ahead of it
                 break
             }
-            if servers.isFull, !servers.mayStart(jobServer) {
+            if running.count >= share, servers == nil {
+                servers = ServerShares(cap: share, running: running.values.lazy.map(\.server))
+            }
+            if let shares = servers, shares.isFull, !shares.mayStart(jobServer()) {
                 if readyServers == nil {
                     readyServers = ReadyServers(
                         ready.orderedIDs.lazy.compactMap { self.store.jobs[$0] }.map(self.server))
                 }
                 // No job waits for a server with room: the cap gives way now, as it would after
                 // looking ahead and finding none.
-                if passedOver == 0, !readyServers!.anyMayStart(servers) {
-                    start(job, sendingTo: jobServer)
+                if passedOver == 0, !readyServers!.anyMayStart(shares) {
+                    start(job, sendingTo: jobServer())
                     continue
                 }
                 if passedOver == 0 { firstPassedOver = skipped.count }
@@ -275,7 +285,7 @@ actor Scheduler {
                 if passedOver >= Self.lookAheadForOtherServers { break filling }
                 continue
             }
-            start(job, sendingTo: jobServer)
+            start(job, sendingTo: knownServer)
         }
         // No job for another server within reach: the cap gives way, to the jobs passed over.
         if passedOver > 0, ready.isEmpty || passedOver >= Self.lookAheadForOtherServers {
@@ -288,7 +298,7 @@ actor Scheduler {
                     continue
                 }
                 let job = skipped.remove(at: index)
-                start(job, sendingTo: server(of: job))
+                start(job, sendingTo: nil)
             }
         }
         // Backwards: each goes back in front of the one after it, without moving the queue.

@@ -85,6 +85,7 @@ enum DetailFormatting {
         ]
         if let damage = status.journalDamage { lines.append("journal damage: \(damage)") }
         lines += status.configWarnings.map { "config warning: \($0)" }
+        lines += (status.folderProblems ?? []).map { "folder not watched: \($0)" }
         if let errors = status.configErrors, !errors.isEmpty {
             lines.append("config errors (the last reload was refused; the config loaded before is in use):")
             lines += errors.map { "  \($0)" }

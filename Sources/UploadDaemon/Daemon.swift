@@ -304,7 +304,7 @@ final class Daemon: Sendable {
 
     func status() async -> DaemonStatus {
         let queue = await scheduler.queueStatus()
-        return DaemonStatus(
+        var status = DaemonStatus(
             version: UploaddVersion.string, pid: getpid(), uptime: Date().timeIntervalSince(startedAt),
             jobs: queue.jobs,
             speed: queue.speed, maxTransfers: queue.transfers,
@@ -314,6 +314,9 @@ final class Daemon: Sendable {
             socket: socketPath,
             journalBytes: journal.fileBytes, journalDamage: journalDamage, configWarnings: configReport.warnings,
             configErrors: configReport.errors, bandwidthLimit: queue.limit, conditions: queue.conditions)
+        let problems = folderWatcher?.problems ?? []
+        status.folderProblems = problems.isEmpty ? nil : problems
+        return status
     }
 
     /// WATCHDOG=1 at half the interval systemd asks for, and only after the scheduler answered:

@@ -19,5 +19,6 @@ extension DaemonStatus {
         try container.encodeIfPresent(configErrors, forKey: .configErrors)
         try container.encode(bandwidthLimit, forKey: .bandwidthLimit)
         try container.encodeIfPresent(conditions, forKey: .conditions)
+        try container.encodeIfPresent(folderProblems, forKey: .folderProblems)
     }
 }

@@ -22,6 +22,9 @@ public struct DaemonStatus: Codable, Sendable {
     public var bandwidthLimit: Int64?
     /// The connection, the power, and the jobs held back for them; absent from daemons before it.
     public var conditions: DaemonConditions?
+    /// Watched folders that are not watched, each with why and what to do (`[folder NAME] ...`);
+    /// absent when every folder is watched.
+    public var folderProblems: [String]?
 
     public init(
         version: String, pid: Int32, uptime: Double, jobs: [String: Int], speed: Double, maxTransfers: Int,
@@ -57,5 +60,6 @@ public struct DaemonStatus: Codable, Sendable {
         case configErrors = "config_errors"
         case bandwidthLimit = "bandwidth_limit"
         case conditions
+        case folderProblems = "folder_problems"
     }
 }

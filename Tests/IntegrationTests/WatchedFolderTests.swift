@@ -200,4 +200,29 @@ final class WatchedFolderTests {
         let status = try daemon.statusJSON()
         #expect(status["journal_damage"] == nil, "a clean restart finds no damage")
     }
+
+    /// Out of inotify watches (three allowed, in a user namespace of the daemon's own): `status`
+    /// says so, naming the sysctl, and the files of the folders left unwatched still go, found by
+    /// the scan every 5 seconds.
+    @Test func runningOutOfWatchesIsSaidAndTheFilesStillGo() throws {
+        for day in 1...5 { mkdir(inbox + "/day\(day)", 0o755) }
+        daemon.launcher = [
+            "/usr/bin/unshare", "-U", "-r", "--", "/bin/sh", "-c",
+            "echo 3 > /proc/sys/user/max_inotify_watches && exec \"$@\"", "sh",
+        ]
+        try daemon.start()
+        var problems: [String] = []
+        let said = try eventually(timeout: 20) {
+            problems = (try daemon.statusJSON()["folder_problems"] as? [String]) ?? []
+            return !problems.isEmpty
+        }
+        #expect(said)
+        #expect(
+            problems.first?.hasPrefix("[folder inbox] the inotify watches allowed to this user are used up") == true)
+        #expect(problems.first?.contains("fs.inotify.max_user_watches = 3") == true, "\(problems)")
+        let text = try daemon.ctl(["status"]).stdout
+        #expect(text.contains("folder not watched: [folder inbox]"), "\(text)")
+        try write("day5/late.txt", "late\n")
+        try waitForUploads(["day5/late.txt"], timeout: 30)
+    }
 }

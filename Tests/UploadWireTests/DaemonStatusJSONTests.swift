@@ -12,6 +12,7 @@ struct DaemonStatusJSONTests {
             stateDirectory: "/state", cacheDirectory: "/cache", socket: "/run/s.sock", journalBytes: 12,
             journalDamage: "12 bytes set aside", configWarnings: ["w"], configErrors: ["e"], bandwidthLimit: 5,
             conditions: DaemonConditions(metered: true, onBattery: nil, waiting: ["network": 2]))
+        status.folderProblems = ["[folder shots] /home/u/shots does not exist"]
         let fields = Mirror(reflecting: status).children.count
         let full = try JSONSerialization.jsonObject(with: JSONEncoder().encode(status)) as? [String: Any]
         #expect(full?.count == fields, "\(full?.keys.sorted() ?? [])")
@@ -22,6 +23,9 @@ struct DaemonStatusJSONTests {
         #expect(text.contains("\"on_battery\":null"), "a value not known is there as null: \(text)")
         let decoded = try JSONDecoder().decode(DaemonStatus.self, from: Data(text.utf8))
         #expect(decoded.conditions == status.conditions)
+        #expect(decoded.folderProblems == status.folderProblems)
+        status.folderProblems = nil
+        #expect(!String(decoding: try JSONEncoder().encode(status), as: UTF8.self).contains("folder_problems"))
     }
 
     /// An older daemon has no `conditions`: uploadctl still reads its status.

@@ -844,6 +844,7 @@ class Client:
         """``daemon.status``: ``{version, pid, uptime (s), jobs: {state: count} (every state),
         speed (bytes/s, all uploads), max_transfers, state_directory, cache_directory, socket,
         journal_bytes, journal_damage (str|None), config_warnings: [str], config_errors?: [str],
+        folder_problems?: [str] (watched folders not watched, and why),
         bandwidth_limit (bytes/s|None), conditions: {metered (bool|None), on_battery (bool|None),
         waiting: {"network"|"metered"|"battery": count}}}``; None: not known (no NetworkManager or
         UPower on the system bus); older daemons have no ``conditions``."""

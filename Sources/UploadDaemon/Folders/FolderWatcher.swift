@@ -87,6 +87,17 @@ final class FolderWatcher: Sendable {
     /// Each rule's state, by name.
     var ruleStates: [String: RuleState] { states.withLock { $0 } }
 
+    /// The rules not watched, or not wholly, each with why, for `daemon.status`.
+    var problems: [String] {
+        ruleStates.sorted { $0.key < $1.key }.compactMap { name, state in
+            switch state {
+            case .watching: return nil
+            case .waiting(let why), .failing(let why):
+                return "[folder \(name)] \(why)"
+            }
+        }
+    }
+
     // MARK: - For the thread
 
     fileprivate var wakeDescriptor: Int32 { wakeRead }
@@ -220,7 +231,7 @@ private final class FolderWatchLoop {
                 return true
             } catch {
                 problem =
-                    "[folder \(rule.name)] \(error.description); until then its folders are scanned every \(Self.retryNanoseconds / 1_000_000_000) s"
+                    "\(error.description); until then its folders are scanned every \(Self.retryNanoseconds / 1_000_000_000) s"
                 return false
             }
         } file: { relativePath, info in

@@ -39,7 +39,7 @@ package final class Inotify {
             throw Failure(
                 errno: error,
                 description: error == EMFILE
-                    ? "the inotify instances allowed to this user are used up (fs.inotify.max_user_instances = \(Self.limit("max_user_instances"))); raise it: echo fs.inotify.max_user_instances=1024 | sudo tee /etc/sysctl.d/40-uploadd.conf && sudo sysctl --system"
+                    ? "the inotify instances allowed to this user are used up (fs.inotify.max_user_instances = \(Self.limit("max_inotify_instances"))); raise it: echo fs.inotify.max_user_instances=1024 | sudo tee /etc/sysctl.d/40-uploadd.conf && sudo sysctl --system"
                     : "cannot start watching folders: \(String(cString: strerror(error)))")
         }
         descriptor = fd
@@ -55,7 +55,7 @@ package final class Inotify {
             throw Failure(
                 errno: error,
                 description: error == ENOSPC
-                    ? "the inotify watches allowed to this user are used up (fs.inotify.max_user_watches = \(Self.limit("max_user_watches"))); raise it: echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/40-uploadd.conf && sudo sysctl --system"
+                    ? "the inotify watches allowed to this user are used up (fs.inotify.max_user_watches = \(Self.limit("max_inotify_watches"))); raise it: echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/40-uploadd.conf && sudo sysctl --system"
                     : "cannot watch \(path): \(String(cString: strerror(error)))")
         }
         return watch
@@ -93,9 +93,10 @@ package final class Inotify {
         }
     }
 
-    /// A limit under /proc/sys/fs/inotify, as text ("?" when it cannot be read).
+    /// A limit as it holds for this process, under /proc/sys/user (per user namespace; the same as
+    /// fs.inotify's outside containers), as text ("?" when it cannot be read).
     static func limit(_ name: String) -> String {
-        guard let bytes = try? FileOps.readFile("/proc/sys/fs/inotify/" + name) else { return "?" }
+        guard let bytes = try? FileOps.readFile("/proc/sys/user/" + name) else { return "?" }
         return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
     }
 }

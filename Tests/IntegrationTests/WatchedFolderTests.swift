@@ -59,7 +59,12 @@ final class WatchedFolderTests {
             last = try jobs()
             return paths.allSatisfy { last[$0]?.contains { $0.state == .completed } == true }
         }
-        guard done else { throw TestFailure("not all of \(paths) uploaded: \(last)\nlog:\n\(daemon.log(tail: 30))") }
+        guard done else {
+            let missing = paths.filter { last[$0]?.contains { $0.state == .completed } != true }
+            throw TestFailure(
+                "\(missing.count) of \(paths.count) not uploaded, such as \(missing.prefix(5)): \(missing.prefix(5).map { last[$0] as Any })\nlog:\n\(daemon.log(tail: 30))"
+            )
+        }
         return last
     }
 
@@ -224,5 +229,38 @@ final class WatchedFolderTests {
         #expect(text.contains("folder not watched: [folder inbox]"), "\(text)")
         try write("day5/late.txt", "late\n")
         try waitForUploads(["day5/late.txt"], timeout: 30)
+    }
+
+    /// The kernel's queue of events overflows (the watcher stops reading through a test seam, and
+    /// more files come than `fs.inotify.max_queued_events` holds events of): the scan that
+    /// follows the overflow finds every file, and each goes once.
+    @Test func aQueueOverflowLosesNoFile() throws {
+        let limit =
+            Int(
+                try String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 16384
+        let stall = daemon.root.appendingPathComponent("stall").path
+        daemon.extraEnvironment["UPLOADD_TEST_FOLDER_STALL"] = stall
+        try daemon.start()
+        try waitForWatching()
+        FileManager.default.createFile(atPath: stall, contents: nil)
+        // Two events a file (made, then closed after writing): past the limit by a margin.
+        let names = (0..<(limit / 2 + 500)).map { "f\($0).txt" }
+        for name in names { try write(name, name) }
+        try FileManager.default.removeItem(atPath: stall)
+        try waitForUploads(names, timeout: 180)
+        #expect(daemon.log(tail: 100_000).contains("the kernel's event queue overflowed"))
+        let twice = try jobs().filter { $0.value.count != 1 }.mapValues(\.count)
+        #expect(twice.isEmpty, "taken more than once")
+    }
+
+    /// Until the start-up scan has watched the folder, a file written may be found by the scan
+    /// or not at all: tests that need events wait for it.
+    func waitForWatching() throws {
+        let watching = try eventually(timeout: 20) {
+            (try daemon.statusJSON()["folder_problems"]) == nil && daemon.log(tail: 50).contains("ready")
+        }
+        if !watching { throw TestFailure("the folder is not watched: \(daemon.log(tail: 20))") }
+        Thread.sleep(forTimeInterval: 0.3)
     }
 }

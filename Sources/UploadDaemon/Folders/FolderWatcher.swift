@@ -160,8 +160,23 @@ private final class FolderWatchLoop {
             toScan.removeAll()
             settleDue()
             wait()
+            if Self.isStalled {
+                usleep(50_000)  // the kernel's queue fills, and overflows
+                continue
+            }
             if let inotify { handle(inotify.readEvents()) }
         }
+    }
+
+    /// A seam for the overflow test: while the file `UPLOADD_TEST_FOLDER_STALL` names exists, no
+    /// event is read, so the kernel's queue of events (`fs.inotify.max_queued_events`, which is
+    /// not per namespace and must not be lowered in a test) overflows for real. Unset, it costs
+    /// one comparison.
+    private static let stallFile: String? = getenv("UPLOADD_TEST_FOLDER_STALL").map { String(cString: $0) }
+
+    private static var isStalled: Bool {
+        guard let stallFile else { return false }
+        return access(stallFile, F_OK) == 0
     }
 
     /// Blocks until an event, a wake, or the next file or retry is due.

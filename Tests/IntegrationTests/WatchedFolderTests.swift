@@ -91,12 +91,15 @@ final class WatchedFolderTests {
         }
         try write(".photo.jpg.tmp", "the whole photo\n")
         #expect(rename(inbox + "/.photo.jpg.tmp", inbox + "/photo.jpg") == 0)
-        let jobs = try waitForUploads(["slow.txt", "photo.jpg"])
+        try write("new/deeper/x.txt", "in folders made since the start\n")  // made with its folders at once
+        let jobs = try waitForUploads(["slow.txt", "photo.jpg", "new/deeper/x.txt"])
         Thread.sleep(forTimeInterval: 3)  // anything else would have been taken by now
-        #expect(try self.jobs().mapValues(\.count) == ["slow.txt": 1, "photo.jpg": 1], "\(jobs)")
+        #expect(
+            try self.jobs().mapValues(\.count) == ["slow.txt": 1, "photo.jpg": 1, "new/deeper/x.txt": 1], "\(jobs)")
         #expect(try String(contentsOfFile: received + "/slow.txt", encoding: .utf8) == "part 1\npart 2\npart 3\n")
         #expect(try String(contentsOfFile: received + "/photo.jpg", encoding: .utf8) == "the whole photo\n")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: received).sorted() == ["photo.jpg", "slow.txt"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: received).sorted() == ["new", "photo.jpg", "slow.txt"])
     }
 
     /// Files that appear while uploadd is down go after it starts; nothing goes twice, not after a

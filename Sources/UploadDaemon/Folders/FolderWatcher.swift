@@ -133,6 +133,8 @@ private final class FolderWatchLoop {
     private var tracker = SettleTracker()
     /// Rules to scan (and watch) again: new, changed, overflowed, or waiting for their folder.
     private var toScan: Set<String> = []
+    /// Subfolders made or moved in since the last look, by rule: each is scanned by itself.
+    private var newFolders: [(rule: String, folder: String)] = []
     /// When rules that wait or fail are tried again.
     private var nextRetry: Int64 = .max
 
@@ -157,7 +159,11 @@ private final class FolderWatchLoop {
                 for (name, _) in rules where watcher.ruleStates[name] != .watching { toScan.insert(name) }
             }
             for name in toScan.sorted() { if let rule = rules[name] { rescan(rule) } }
+            for (name, folder) in newFolders where !toScan.contains(name) {
+                if let rule = rules[name] { scanNewFolder(rule, folder) }
+            }
             toScan.removeAll()
+            newFolders.removeAll()
             settleDue()
             wait()
             if Self.isStalled {
@@ -228,17 +234,30 @@ private final class FolderWatchLoop {
             fail(rule, .failing(refusal))
             return
         }
-        var scan = FolderScan(rule: rule)
         let root = open(rule.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else {
+            let error = errno
             let reason =
-                errno == ENOENT
-                ? "\(rule.path) does not exist" : "cannot open \(rule.path): \(String(cString: strerror(errno)))"
-            fail(rule, errno == ENOENT ? .waiting(reason) : .failing(reason))
+                error == ENOENT
+                ? "\(rule.path) does not exist" : "cannot open \(rule.path): \(String(cString: strerror(error)))"
+            fail(rule, error == ENOENT ? .waiting(reason) : .failing(reason))
             return
         }
+        let problem = scan(rule, root, folder: "", with: inotify)
+        if let problem {
+            fail(rule, .failing(problem))
+        } else {
+            watcher.setState(.watching, of: rule.name)
+        }
+    }
+
+    /// Watches and scans the open folder `fd` (closing it), at `folder` inside the rule's, and its
+    /// subfolders; hands over the quiet files. Returns why a watch could not be added, if one
+    /// could not (the scan goes on: the files are found all the same).
+    private func scan(_ rule: FolderRule, _ fd: Int32, folder: String, with inotify: Inotify) -> String? {
+        var scan = FolderScan(rule: rule)
         var problem: String?
-        scan.walk(root, folder: "") { folder in
+        scan.walk(fd, folder: folder) { folder in
             guard problem == nil else { return false }
             do throws(Inotify.Failure) {
                 let path = folder.isEmpty ? rule.path : rule.path + "/" + folder
@@ -257,11 +276,23 @@ private final class FolderWatchLoop {
             onSettled(rule, Array(settled[chunk..<min(chunk + FolderWatcher.chunk, settled.count)]))
         }
         for note in scan.problems { Log.warning("[folder \(rule.name)] \(note)") }
-        if let problem {
-            fail(rule, .failing(problem))
-        } else {
-            watcher.setState(.watching, of: rule.name)
+        return problem
+    }
+
+    /// A subfolder made or moved in: watched and scanned by itself (files may have landed in it
+    /// before its watch), not the whole folder again.
+    private func scanNewFolder(_ rule: FolderRule, _ folder: String) {
+        guard let inotify, watcher.ruleStates[rule.name] == .watching else { return }
+        let fd = open(rule.path + "/" + folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }  // gone already, or a symlink
+        var info = stat()
+        if fstat(fd, &info) != 0 || FolderScan.untrusted(info, rule: rule, what: "folder") != nil {
+            close(fd)
+            Log.warning(
+                "[folder \(rule.name)] \(folder): \(FolderScan.untrusted(info, rule: rule, what: "folder") ?? "gone")")
+            return
         }
+        if let problem = scan(rule, fd, folder: folder, with: inotify) { fail(rule, .failing(problem)) }
     }
 
     private func fail(_ rule: FolderRule, _ state: FolderWatcher.RuleState) {
@@ -295,14 +326,17 @@ private final class FolderWatchLoop {
             let relativePath = folder.isEmpty ? event.name : folder + "/" + event.name
             let key = SettleTracker.Key(folder: name, path: relativePath)
             if event.has(IN_ISDIR) {
-                // A folder moved in or made is scanned (files may be in it before its watch);
-                // one moved or removed changes the paths of the watches under it: all are made
-                // again. Rare, and simpler than renaming watches.
-                if rule.recursive, event.has(IN_CREATE) || event.has(IN_MOVED_TO) || event.has(IN_MOVED_FROM) {
-                    toScan.insert(name)
-                }
                 if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) {
                     tracker.forget(folder: name, under: relativePath)
+                }
+                if event.has(IN_MOVED_FROM), rule.recursive {
+                    // The watches under a folder moved away (or within) name old paths: all are
+                    // made again. Rare, and simpler than renaming watches.
+                    toScan.insert(name)
+                } else if rule.recursive, event.has(IN_CREATE) || event.has(IN_MOVED_TO),
+                    !rule.skipsFolder(name: event.name, relativePath: relativePath)
+                {
+                    newFolders.append((name, relativePath))
                 }
                 continue
             }

@@ -130,22 +130,49 @@ final class WatchedFolderTests {
         #expect(try String(contentsOfFile: received + "/first.txt", encoding: .utf8) == "first, edited\n")
     }
 
-    /// `reload` adds a rule (its folder is scanned) and removes it (files after it stay).
-    @Test func reloadAddsAndRemovesAFolder() throws {
+    /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
+    /// (files after it stay).
+    @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {
         try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         try daemon.start()
         try write("before.txt", "before\n")
+        // A file every 20 ms, all through: (name, when written).
+        let written = NSLock()
+        nonisolated(unsafe) var stream: [(name: String, at: Date)] = []
+        nonisolated(unsafe) var stop = false
+        let writer = Thread { [inbox] in
+            var index = 0
+            while !written.withLock({ stop }) {
+                let name = "stream-\(index).txt"
+                try? Data(name.utf8).write(to: URL(fileURLWithPath: inbox + "/" + name))
+                written.withLock { stream.append((name, Date())) }
+                index += 1
+                usleep(20_000)
+            }
+        }
+        writer.start()
+        defer { written.withLock { stop = true } }
         Thread.sleep(forTimeInterval: 1)
         #expect(try jobs().isEmpty)
         try writeConfig(settle: "1s")
         #expect(try daemon.ctl(["reload"]).status == 0)
-        try write("during.txt", "during\n")
-        try waitForUploads(["before.txt", "during.txt"])
+        let added = Date()
+        Thread.sleep(forTimeInterval: 4)
+        let removing = Date()
         try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         #expect(try daemon.ctl(["reload"]).status == 0)
-        try write("after.txt", "after\n")
+        let removed = Date()
         Thread.sleep(forTimeInterval: 3)
-        #expect(try jobs()["after.txt"] == nil)
+        written.withLock { stop = true }
+        let files = written.withLock { stream }
+        // Written while the rule was there and settled before it went: taken, by the scan or an
+        // event. Written after it went: not taken. Any: at most once.
+        let taken = files.filter { $0.at > added && $0.at < removing.addingTimeInterval(-2) }.map(\.name)
+        let jobs = try waitForUploads(["before.txt"] + taken)
+        #expect(jobs.filter { $0.value.count != 1 }.isEmpty, "taken twice")
+        let afterRemoval = Set(files.filter { $0.at > removed }.map(\.name))
+        #expect(!afterRemoval.isEmpty && afterRemoval.isDisjoint(with: jobs.keys), "taken after the rule went")
+        #expect(files.count > 100 && taken.count > 20, "\(files.count) written, \(taken.count) taken")
     }
 
     /// A folder others may write to is refused, and says why; a folder removed and made again is

@@ -80,15 +80,18 @@ public struct FolderLedgerRecord: Sendable, Equatable {
 }
 
 /// Which files a watched folder took: its jobs (a job, with its snapshot's identity, is the
-/// record of the version it took) and, for jobs removed since, the ledger's entries. The last
-/// entry of each file wins, and a file that is `gone` is forgotten.
+/// record of the version it took) and, for jobs removed since, the ledger's entries. A file
+/// changed in place keeps its key and gets a job per version: every one of them counts. Of the
+/// entries, the one of the newest job (the highest ID) wins, whatever order removals came in,
+/// and a file that is `gone` is forgotten.
 public struct FolderLedger: Sendable, Equatable {
     public private(set) var files: [FolderFileKey: FolderFile] = [:]
-    /// The folder's jobs in the queue, by the file each took.
-    public private(set) var jobs: [FolderFileKey: JobID] = [:]
+    /// The folder's jobs in the queue, by the file each took (several when it changed in place).
+    public private(set) var jobs: [FolderFileKey: [JobID]] = [:]
 
-    /// Entries in one compacted record: far below the journal's payload limit with long paths.
-    public static let entriesPerRecord = 4_096
+    /// Entries in one compacted record: with paths of up to PATH_MAX (4,096 bytes), a record stays
+    /// far below the journal's payload limit (16 MiB).
+    public static let entriesPerRecord = 1_024
 
     public init() {}
 
@@ -96,14 +99,37 @@ public struct FolderLedger: Sendable, Equatable {
 
     public mutating func apply(_ record: FolderLedgerRecord) {
         for file in record.files {
-            files[file.key] = file.state == .gone ? nil : file
+            if file.state == .gone {
+                files[file.key] = nil
+            } else if let known = files[file.key], let knownJob = known.job, let job = file.job, knownJob > job {
+                continue  // an older version's job, removed after the newer one's
+            } else {
+                files[file.key] = file
+            }
         }
     }
 
-    mutating func noteJob(_ id: JobID, of key: FolderFileKey) { jobs[key] = id }
+    mutating func noteJob(_ id: JobID, of key: FolderFileKey) {
+        if jobs[key]?.contains(id) != true { jobs[key, default: []].append(id) }
+    }
 
     mutating func forgetJob(_ id: JobID, of key: FolderFileKey) {
-        if jobs[key] == id { jobs[key] = nil }
+        jobs[key]?.removeAll { $0 == id }
+        if jobs[key]?.isEmpty == true { jobs[key] = nil }
+    }
+
+    /// Whether this version of the file was taken: an entry of it, or a job of it in the queue
+    /// (`job` looks a job up by ID).
+    public func hasTaken(
+        _ key: FolderFileKey, size: Int64, modifiedNanoseconds: Int64, job: (JobID) -> Job?
+    ) -> Bool {
+        if let entry = files[key], entry.isVersion(size: size, modifiedNanoseconds: modifiedNanoseconds) {
+            return true
+        }
+        return jobs[key]?.contains { id in
+            guard let snapshot = job(id)?.snapshot else { return false }
+            return snapshot.size == size && snapshot.modificationTimeNanoseconds == modifiedNanoseconds
+        } ?? false
     }
 
     /// The records that rebuild the entries, in key order, at most `entriesPerRecord` each (the

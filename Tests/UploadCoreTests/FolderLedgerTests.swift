@@ -41,7 +41,7 @@ import UploadWire
         var state = JournalState()
         state.apply(.job(job))
         state.apply(.job(Fixtures.job(5)))
-        #expect(state.folderLedgers["photos"]?.jobs == [FolderFileKey(device: 1, inode: 77): JobID(4)])
+        #expect(state.folderLedgers["photos"]?.jobs == [FolderFileKey(device: 1, inode: 77): [JobID(4)]])
         job.state = .completed
         state.apply(.job(job))
         #expect(state.folderLedgers["photos"]?.jobs.count == 1)
@@ -95,5 +95,31 @@ import UploadWire
             Fixtures.file([.nextID(2)]) + JournalFormatTests.frame(type: 5, payload: payload))
         #expect(contents.damage == nil)
         #expect(contents.records.last == .foreign(ForeignRecord(type: 5, payload: payload, jobID: nil)))
+    }
+
+    /// A file changed in place: one key, a job per version. Every version's job counts, whichever
+    /// changed last, and of the entries the newest job's wins, whatever order they were removed in.
+    @Test func everyVersionOfAFileChangedInPlaceCounts() {
+        func job(_ id: UInt64, size: Int64, _ state: JobState) -> Job {
+            var job = Fixtures.job(id)
+            job.spec.folder = "photos"
+            job.state = state
+            job.snapshot = SourceSnapshot(
+                kind: .copy, path: "/c/\(id)", size: size, device: 1, inode: 77, modificationTimeNanoseconds: size)
+            return job
+        }
+        let key = FolderFileKey(device: 1, inode: 77)
+        var state = JournalState()
+        state.apply(.job(job(10, size: 1, .queued)))
+        state.apply(.job(job(11, size: 2, .completed)))
+        state.apply(.job(job(10, size: 1, .running)))  // the older version's retry changed last
+        let ledger = state.folderLedgers["photos"]!
+        #expect(ledger.hasTaken(key, size: 2, modifiedNanoseconds: 2) { state.jobs[$0] })
+        #expect(ledger.hasTaken(key, size: 1, modifiedNanoseconds: 1) { state.jobs[$0] })
+        #expect(!ledger.hasTaken(key, size: 3, modifiedNanoseconds: 3) { state.jobs[$0] })
+        var removed = JournalState()
+        removed.apply(Self.record([FolderFile(leftBy: job(11, size: 2, .completed))!]))
+        removed.apply(Self.record([FolderFile(leftBy: job(10, size: 1, .failed))!]))
+        #expect(removed.folderLedgers["photos"]!.hasTaken(key, size: 2, modifiedNanoseconds: 2) { _ in nil })
     }
 }

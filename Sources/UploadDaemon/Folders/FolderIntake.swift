@@ -22,14 +22,7 @@ struct FolderIntake {
     ) -> [FolderWatcher.Settled] {
         files.filter { file in
             let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
-            if let entry = ledger?.files[key],
-                entry.isVersion(size: file.size, modifiedNanoseconds: file.modifiedNanoseconds)
-            {
-                return false
-            }
-            if let id = ledger?.jobs[key], let snapshot = job(id)?.snapshot, snapshot.size == file.size,
-                snapshot.modificationTimeNanoseconds == file.modifiedNanoseconds
-            {
+            if ledger?.hasTaken(key, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds, job: job) == true {
                 return false
             }
             return beingAdded.insert(Taking(folder: folder, file: key)).inserted

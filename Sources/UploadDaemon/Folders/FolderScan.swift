@@ -59,13 +59,16 @@ struct FolderScan {
 
     /// What to take of the entry `info` (not followed) at `path`: a regular file, or with `follow`
     /// the file a symlink of the user's (or root's) leads to; nil for anything else, and for
-    /// another user's file unless the rule trusts others (`problem` says why).
+    /// another user's file unless the rule trusts others (`problem` says why). Another user's
+    /// symlink is never followed, not even with `trust_others`: it could lead to the user's own
+    /// private files, which the upload would then hand to the destination.
     static func fileToTake(_ rule: FolderRule, path: String, info: stat, problem: (String) -> Void) -> stat? {
         var file = info
         if info.st_mode & S_IFMT == S_IFLNK {
             guard rule.followSymlinks else { return nil }
-            if let refusal = untrusted(info, rule: rule, what: "symlink") {
-                problem(refusal)
+            if info.st_uid != geteuid() && info.st_uid != 0 {
+                problem(
+                    "a symlink of another user (uid \(info.st_uid)), never followed: it could lead to your own files")
                 return nil
             }
             guard stat(path, &file) == 0 else { return nil }  // broken

@@ -203,17 +203,23 @@ private final class FolderWatchLoop {
             unwatch(name)
             tracker.forget(folder: name)
             watcher.setState(nil, of: name)
-            _ = old
         }
         for (name, rule) in byName where rules[name] != rule { toScan.insert(name) }
         rules = byName
-        if inotify == nil, !rules.isEmpty {
-            do {
-                inotify = try Inotify()
-            } catch {
-                for name in rules.keys { watcher.setState(.failing(error.description), of: name) }
-                Log.error("watched folders: \(error.description)")
-            }
+    }
+
+    /// The inotify instance, made when a rule first needs one. When the user's instances
+    /// (`fs.inotify.max_user_instances`) or the process's descriptors are used up, the rules fail
+    /// with why, their folders are scanned without watches, and all is tried again in
+    /// `retryNanoseconds`, as when watches run out.
+    private func instance() -> Result<Inotify, Inotify.Failure> {
+        if let inotify { return .success(inotify) }
+        do throws(Inotify.Failure) {
+            let made = try Inotify()
+            inotify = made
+            return .success(made)
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -229,7 +235,6 @@ private final class FolderWatchLoop {
     /// is found this way.
     private func rescan(_ rule: FolderRule) {
         unwatch(rule.name)
-        guard let inotify else { return }
         if let refusal = FolderTrust.refusal(of: rule) {
             fail(rule, .failing(refusal))
             return
@@ -243,8 +248,7 @@ private final class FolderWatchLoop {
             fail(rule, error == ENOENT ? .waiting(reason) : .failing(reason))
             return
         }
-        let problem = scan(rule, root, folder: "", with: inotify)
-        if let problem {
+        if let problem = scan(rule, root, folder: "", with: instance()) {
             fail(rule, .failing(problem))
         } else {
             watcher.setState(.watching, of: rule.name)
@@ -254,14 +258,16 @@ private final class FolderWatchLoop {
     /// Watches and scans the open folder `fd` (closing it), at `folder` inside the rule's, and its
     /// subfolders; hands over the quiet files. Returns why a watch could not be added, if one
     /// could not (the scan goes on: the files are found all the same).
-    private func scan(_ rule: FolderRule, _ fd: Int32, folder: String, with inotify: Inotify) -> String? {
+    private func scan(
+        _ rule: FolderRule, _ fd: Int32, folder: String, with inotify: Result<Inotify, Inotify.Failure>
+    ) -> String? {
         var scan = FolderScan(rule: rule)
         var problem: String?
         scan.walk(fd, folder: folder) { folder in
             guard problem == nil else { return false }
             do throws(Inotify.Failure) {
                 let path = folder.isEmpty ? rule.path : rule.path + "/" + folder
-                watches[try inotify.addWatch(path, mask: Self.mask)] = (rule.name, folder)
+                watches[try inotify.get().addWatch(path, mask: Self.mask)] = (rule.name, folder)
                 return true
             } catch {
                 problem =
@@ -292,7 +298,7 @@ private final class FolderWatchLoop {
                 "[folder \(rule.name)] \(folder): \(FolderScan.untrusted(info, rule: rule, what: "folder") ?? "gone")")
             return
         }
-        if let problem = scan(rule, fd, folder: folder, with: inotify) { fail(rule, .failing(problem)) }
+        if let problem = scan(rule, fd, folder: folder, with: .success(inotify)) { fail(rule, .failing(problem)) }
     }
 
     private func fail(_ rule: FolderRule, _ state: FolderWatcher.RuleState) {

@@ -38,6 +38,11 @@ struct WatchedFolderUnitTests {
         let docs = try #require(config.folders["docs"])
         #expect(!docs.recursive && docs.followSymlinks && docs.exclude == ["*.bak"] && docs.include.isEmpty)
         #expect(docs.settle == .seconds(2))
+        var moved = docs
+        moved.line += 10
+        #expect(moved == docs, "a section moved in the file is the same rule: reload keeps its watches")
+        moved.settle = .seconds(3)
+        #expect(moved != docs)
     }
 
     @Test func aFolderRuleSaysWhatIsWrongWithIt() {
@@ -51,7 +56,13 @@ struct WatchedFolderUnitTests {
         #expect(errors("[folder a]\npath = rel/dir\nto = file:///x/\n").contains("path must be absolute"))
         #expect(errors("[folder a]\npath = /a\nto = file:///x/name.jpg\n").contains("to must be a folder"))
         #expect(errors("[folder a]\npath = /a\nto = nas:x/\n").contains("no [remote nas] is configured"))
-        #expect(errors("[folder a]\npath = /a\nto = file:///x/\nsettle = 50ms\n").contains("settle must be a time"))
+        for settle in ["50ms", "2h", "0x10", "1e3", "inf", "-5s", "s", ""] {
+            #expect(
+                errors("[folder a]\npath = /a\nto = file:///x/\nsettle = \(settle)\n").contains("settle must be a time")
+            )
+        }
+        #expect(DaemonConfig.parseSettle("1h") == .seconds(3600) && DaemonConfig.parseSettle("1.5m") == .seconds(90))
+        #expect(DaemonConfig.parseSettle("3") == .seconds(3) && DaemonConfig.parseSettle("250ms") == .milliseconds(250))
         #expect(errors("[folder a]\npath = /a\nto = file:///x/\nafter = delete\n").contains("not supported yet"))
         #expect(
             errors("[folder a]\npath = /a\nto = file:///x/\n[folder b]\npath = /a/b\nto = file:///y/\n").contains(
@@ -145,6 +156,26 @@ struct WatchedFolderUnitTests {
         }
         #expect(trusting.settled.map(\.relativePath) == ["a.png", "link.png", "open/e.png", "sub/c.png"])
         #expect(trusting.settled[0].identity == trusting.settled[1].identity, "a followed link is its file")
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a symlink to another user"))
+    func anotherUsersSymlinkIsNeverFollowed() throws {
+        let root = try TemporaryDirectory()
+        let top = root.path + "/watched"
+        mkdir(top, 0o755)
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: root.path + "/id_ed25519"))
+        #expect(symlink(root.path + "/id_ed25519", top + "/theirs.png") == 0)
+        #expect(lchown(top + "/theirs.png", 65534, 65534) == 0)
+        var rule = FolderRule(name: "w", path: top, destination: "file:///out/")
+        rule.followSymlinks = true
+        rule.trustOthers = true
+        var scan = FolderScan(rule: rule)
+        scan.walk(open(top, O_RDONLY | O_DIRECTORY), folder: "", watch: { _ in true }) { path, info in
+            FolderWatcher.Settled(
+                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
+        }
+        #expect(scan.settled.isEmpty, "trust_others trusts others' files, never their symlinks")
+        #expect(scan.problems.count == 1 && scan.problems[0].contains("a symlink of another user (uid 65534)"))
     }
 
     @Test func aFolderOthersMayWriteToIsRefused() throws {

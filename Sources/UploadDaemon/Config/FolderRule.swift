@@ -37,6 +37,17 @@ struct FolderRule: Sendable, Equatable {
 
     static let defaultExcludes = [".*", "*~", "*.tmp", "*.part", "*.crdownload", "*.swp"]
 
+    /// Two rules are the same rule when they watch and upload alike: `line` is left out, so that
+    /// moving a section in the file does not make `reload` drop the folder's watches and rescan.
+    static func == (a: FolderRule, b: FolderRule) -> Bool {
+        a.name == b.name && a.path == b.path && a.destination == b.destination && a.recursive == b.recursive
+            && a.include == b.include && a.exclude == b.exclude && a.followSymlinks == b.followSymlinks
+            && a.trustOthers == b.trustOthers && a.settle == b.settle && a.uploadProtocol == b.uploadProtocol
+            && a.headers == b.headers && a.fields == b.fields && a.fileField == b.fileField
+            && a.chunkSize == b.chunkSize && a.image == b.image && a.snapshot == b.snapshot
+            && a.priority == b.priority
+    }
+
     /// Every key `[folder NAME]` reads.
     static let keys = [
         "path", "to", "recursive", "include", "exclude", "follow", "trust_others", "settle", "after", "protocol",
@@ -207,11 +218,17 @@ extension DaemonConfig {
         return problems
     }
 
-    /// `2s`, `500ms`, `1m` or a number of seconds, from 100 ms to an hour.
+    /// `2s`, `500ms`, `1.5m`, `1h` or a number of seconds, from 100 ms to an hour: decimal digits
+    /// only (`Double` alone would take `0x10`, `1e3` and `inf`).
     static func parseSettle(_ text: String) -> Duration? {
-        let units: [(suffix: String, milliseconds: Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("", 1000)]
+        let units: [(suffix: String, milliseconds: Double)] = [
+            ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("", 1000),
+        ]
         for unit in units where text.hasSuffix(unit.suffix) {
-            guard let number = Double(text.dropLast(unit.suffix.count)), number.isFinite else { continue }
+            let digits = text.dropLast(unit.suffix.count)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+                let number = Double(digits)
+            else { continue }
             let milliseconds = number * unit.milliseconds
             guard (100...3_600_000).contains(milliseconds) else { return nil }
             return .milliseconds(Int64(milliseconds))

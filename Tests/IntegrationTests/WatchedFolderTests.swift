@@ -184,11 +184,18 @@ final class WatchedFolderTests {
         Thread.sleep(forTimeInterval: 2)
         #expect(try jobs().isEmpty)
         #expect(daemon.log(tail: 200).contains("(mode 777); chmod go-w \(inbox)"))
-        chmod(inbox, 0o755)
-        #expect(try daemon.ctl(["reload"]).status == 0)
+        chmod(inbox, 0o755)  // tried again within 5 s, with no reload
+        try waitForWatching(times: 1)
+        try waitForUploads(["planted.txt"], timeout: 30)
+        // Removed: the folder waits to be made again, and says so in status.
         try FileManager.default.removeItem(atPath: inbox)
-        Thread.sleep(forTimeInterval: 1)
+        let waiting = try eventually(timeout: 20) {
+            (try daemon.statusJSON()["folder_problems"]).map { "\($0)".contains("does not exist") } == true
+        }
+        #expect(waiting, "status says the folder is gone: \(daemon.log(tail: 20))")
+        // Made again: watched again, and a file written then goes by its event.
         mkdir(inbox, 0o755)
+        try waitForWatching(times: 2)
         try write("again.txt", "again\n")
         try waitForUploads(["again.txt"], timeout: 30)
     }
@@ -285,12 +292,15 @@ final class WatchedFolderTests {
     }
 
     /// Until the start-up scan has watched the folder, a file written may be found by the scan
-    /// or not at all: tests that need events wait for it.
-    func waitForWatching() throws {
+    /// or not at all: tests that need events wait for it, that is for the daemon to have said
+    /// `[folder inbox] watching PATH` `times` times since it started (once per start, and once
+    /// more each time the folder is watched again) with no problem in status.
+    func waitForWatching(times: Int = 1) throws {
+        let line = "[folder inbox] watching \(inbox)"
         let watching = try eventually(timeout: 20) {
-            (try daemon.statusJSON()["folder_problems"]) == nil && daemon.log(tail: 50).contains("ready")
+            (try daemon.statusJSON()["folder_problems"]) == nil
+                && daemon.log(tail: 100_000).components(separatedBy: line).count - 1 >= times
         }
         if !watching { throw TestFailure("the folder is not watched: \(daemon.log(tail: 20))") }
-        Thread.sleep(forTimeInterval: 0.3)
     }
 }

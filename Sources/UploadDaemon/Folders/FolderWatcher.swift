@@ -251,6 +251,7 @@ private final class FolderWatchLoop {
         if let problem = scan(rule, root, folder: "", with: instance()) {
             fail(rule, .failing(problem))
         } else {
+            if watcher.ruleStates[rule.name] != .watching { Log.info("[folder \(rule.name)] watching \(rule.path)") }
             watcher.setState(.watching, of: rule.name)
         }
     }

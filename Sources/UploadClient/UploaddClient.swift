@@ -60,6 +60,14 @@ public final class UploaddClient: Sendable {
     public func testRemote(named name: String) async throws -> RemoteTestResult {
         try await call(.testRemote, RemoteParams(name: name), as: RemoteTestResult.self)
     }
+    /// The watched folders (`[folder NAME]`), their state and what each took.
+    public func folders() async throws -> [FolderInfo] {
+        try await call(.folders, NoParams(), as: FolderList.self).folders
+    }
+    /// Pauses (true) or resumes (false) the watched folder `name`: its answer is the folder.
+    public func setFolder(named name: String, paused: Bool) async throws -> FolderInfo {
+        try await call(paused ? .pauseFolder : .resumeFolder, FolderParams(name: name), as: FolderInfo.self)
+    }
 
     public func add(_ params: AddParams) async throws -> JobInfo { try await call(.add, params, as: JobInfo.self) }
 

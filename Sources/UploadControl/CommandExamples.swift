@@ -122,6 +122,13 @@ enum CommandExamples {
             Example("The remotes of uploadd.conf, without their secrets", "uploadctl remotes"),
             Example("Check that the remote 'nas' answers and accepts its credentials", "uploadctl remotes --test nas"),
         ],
+        "folders": [
+            Example("The watched folders, their state and what each took", "uploadctl folders"),
+            Example(
+                "Stop taking and uploading files of [folder screenshots] for now", "uploadctl folders pause screenshots"
+            ),
+            Example("Take them again, with what came meanwhile", "uploadctl folders resume screenshots"),
+        ],
     ]
 
     /// The section that ends a command's `--help`; empty for a command without examples.

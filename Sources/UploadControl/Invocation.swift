@@ -6,7 +6,7 @@ enum CommandTable {
         AddCommand.self, ListCommand.self, ShowCommand.self, StatusCommand.self, ReloadCommand.self,
         PauseCommand.self, ResumeCommand.self, RetryCommand.self, CancelCommand.self, RemoveCommand.self,
         PriorityCommand.self, MoveCommand.self, LimitCommand.self, ClearCommand.self, TopCommand.self,
-        DeleteCommand.self, WaitCommand.self, WatchCommand.self, RemotesCommand.self,
+        DeleteCommand.self, WaitCommand.self, WatchCommand.self, RemotesCommand.self, FoldersCommand.self,
     ]
 
     static func command(named name: String) -> (any ControlCommand.Type)? {

@@ -30,6 +30,6 @@ extension JobInfo {
                     fileName: prepared.fileName, contentType: prepared.contentType,
                     details: Dictionary(prepared.details.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }))
             }, batch: job.spec.batch, revision: job.revision, clientToken: job.spec.clientToken,
-            metadata: job.spec.metadata)
+            metadata: job.spec.metadata, folder: job.spec.folder)
     }
 }

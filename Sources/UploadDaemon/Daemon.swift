@@ -177,6 +177,7 @@ final class Daemon: Sendable {
                     return (try? await Blocking.run { reachability.check(url: url, fresh: fresh) }) ?? .unknown
                 },
                 bandwidthLimitFile: BandwidthLimitFile(stateDirectory: options.stateDirectory),
+                pausedFoldersFile: PausedFoldersFile(stateDirectory: options.stateDirectory),
                 applyBandwidthLimit: { http.setBandwidthLimit($0) },
                 notifier: DesktopNotifier(environment: environment), smallAttemptExecutor: http),
             crashed: previousCrash != nil,
@@ -221,6 +222,10 @@ final class Daemon: Sendable {
                         version: UploaddVersion.string, pid: getpid(), uptime: 0, jobs: [:], speed: 0, maxTransfers: 0,
                         stateDirectory: "", cacheDirectory: "", socket: "", journalBytes: 0, journalDamage: nil,
                         configWarnings: [], configErrors: [])
+            },
+            folders: { name, pause throws(RPCError) in
+                guard let daemon = daemonBox.daemon else { return FolderList(folders: []) }
+                return try await daemon.folders(name, pause: pause)
             })
         let server = ControlServer(
             listenFD: listenFD, handler: handler, budget: ControlBudget(descriptorLimit: descriptorLimit))
@@ -300,6 +305,16 @@ final class Daemon: Sendable {
         notifier.ready(status: await scheduler.takeStatusText())
         Log.notice("config reloaded from \(options.configPath)")
         return config.warnings
+    }
+
+    /// `folder.list`, or with a name `folder.pause` (`pause`) or `folder.resume`: the watcher
+    /// lets a paused folder go, and scans a resumed one again.
+    func folders(_ name: String?, pause: Bool?) async throws(RPCError) -> FolderList {
+        if let name, let pause {
+            _ = try await scheduler.setFolder(name, paused: pause)
+            folderWatcher?.apply(await scheduler.folderRules)
+        }
+        return await scheduler.folderList(states: folderWatcher?.ruleStates ?? [:])
     }
 
     func status() async -> DaemonStatus {

@@ -42,6 +42,9 @@ public struct HelloInfo: Codable, Sendable {
         case fileField = "file_field"
         /// `position` in the job objects of `job.list` and `job.get`.
         case position
+        /// Watched folders: `folder.list`, `folder.pause`, `folder.resume`, and `folder` in the
+        /// job objects of their jobs.
+        case folders
     }
 
     enum CodingKeys: String, CodingKey {

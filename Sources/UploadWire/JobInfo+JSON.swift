@@ -77,6 +77,10 @@ extension JobInfo {
             writer.key("eta")
             if let eta { writer.double(eta) } else { writer.null() }
         }
+        if let folder, wants(.folder) {
+            writer.key("folder")
+            writer.string(folder)
+        }
         if let history, wants(.history) {
             writer.key("history")
             writer.beginArray()
@@ -397,7 +401,7 @@ public struct JobFields: Sendable, Hashable {
     /// A job object's keys, in the order of their names (`names`).
     public enum Key: Int, CaseIterable, Sendable {
         case activity, attempts, batch, bytesAcked, bytesSent, bytesTotal, clientToken, createdAt, destination, error
-        case eta
+        case eta, folder
         case history, id, image, metadata, nextAttemptAt, position, prepared, priority, `protocol`, result, revision
         case snapshot, source, speed, state, updatedAt, user, waiting
     }
@@ -406,7 +410,8 @@ public struct JobFields: Sendable, Hashable {
     public static let names = [
         "activity", "attempts", "batch", "bytes_acked", "bytes_sent", "bytes_total", "client_token", "created_at",
         "destination",
-        "error", "eta", "history", "id", "image", "metadata", "next_attempt_at", "position", "prepared", "priority",
+        "error", "eta", "folder", "history", "id", "image", "metadata", "next_attempt_at", "position", "prepared",
+        "priority",
         "protocol",
         "result", "revision", "snapshot", "source", "speed", "state", "updated_at", "user", "waiting",
     ]

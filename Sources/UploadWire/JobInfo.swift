@@ -54,10 +54,13 @@ public struct JobInfo: Codable, Sendable, Equatable {
     public var clientToken: String?
     /// The adding app's own data, as given.
     public var metadata: [String: String]?
+    /// The watched folder (`[folder NAME]`) that took the file, if one did.
+    public var folder: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, state, source, destination, `protocol`, speed, eta, attempts, priority, error, result, snapshot, user,
-            history, waiting, activity, position, image, prepared, batch, revision, metadata
+            history, waiting, activity, position, image, prepared, batch, revision, metadata,
+            folder
         case bytesTotal = "bytes_total"
         case bytesSent = "bytes_sent"
         case bytesAcked = "bytes_acked"
@@ -76,7 +79,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         priority: Int, error: JobError?, result: JobResult?, createdAt: Date, updatedAt: Date, nextAttemptAt: Date?,
         snapshot: String?, user: String?, history: [JobEvent]?, waiting: String?, image: String? = nil,
         prepared: PreparedInfo? = nil, batch: JobID? = nil, revision: UInt64 = 0, clientToken: String? = nil,
-        metadata: [String: String]? = nil, activity: String? = nil
+        metadata: [String: String]? = nil, activity: String? = nil, folder: String? = nil
     ) {
         self.id = id
         self.state = state
@@ -106,6 +109,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         self.clientToken = clientToken
         self.metadata = metadata
         self.activity = activity
+        self.folder = folder
     }
 
     public init(from decoder: Decoder) throws {
@@ -140,6 +144,7 @@ public struct JobInfo: Codable, Sendable, Equatable {
         revision = try container.decodeIfPresent(UInt64.self, forKey: .revision) ?? 0
         clientToken = try container.decodeIfPresent(String.self, forKey: .clientToken)
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
+        folder = try container.decodeIfPresent(String.self, forKey: .folder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -173,5 +178,6 @@ public struct JobInfo: Codable, Sendable, Equatable {
         try container.encode(revision, forKey: .revision)
         try container.encodeIfPresent(clientToken, forKey: .clientToken)
         try container.encodeIfPresent(metadata, forKey: .metadata)
+        try container.encodeIfPresent(folder, forKey: .folder)
     }
 }

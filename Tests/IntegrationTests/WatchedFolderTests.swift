@@ -130,6 +130,40 @@ final class WatchedFolderTests {
         #expect(try String(contentsOfFile: received + "/first.txt", encoding: .utf8) == "first, edited\n")
     }
 
+    /// `uploadctl folders` lists the folder with what it took; `folders pause` stops it taking
+    /// files, across a restart, until `folders resume`, which takes what came meanwhile.
+    @Test func foldersListsAPausedFolderTakesNothingUntilResumed() throws {
+        try daemon.start()
+        try waitForWatching()
+        try write("a.txt", "a\n")
+        let uploaded = try waitForUploads(["a.txt"])
+        #expect(uploaded["a.txt"]?.first?.folder == "inbox", "a folder's job carries its name")
+        var folder = try #require(try daemon.ctlJSON(FolderList.self, ["folders"]).folders.first)
+        #expect(folder.name == "inbox" && folder.path == inbox && folder.state == .watching)
+        #expect(folder.taken == 1 && folder.uploaded == 1 && folder.queued == 0 && folder.failed == 0)
+        #expect(folder.lastUpload?.source == inbox + "/a.txt")
+        #expect(try daemon.ctl(["folders"]).stdout.contains("inbox  watching"))
+
+        let paused = try daemon.ctl(["folders", "pause", "inbox"])
+        #expect(paused.status == 0 && paused.stdout.contains("inbox: paused"), "\(paused)")
+        try write("b.txt", "b\n")
+        Thread.sleep(forTimeInterval: 2.5)  // settle is 1 s
+        #expect(try jobs()["b.txt"] == nil, "a paused folder takes nothing")
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(try jobs()["b.txt"] == nil, "the pause holds across a restart")
+        folder = try #require(try daemon.ctlJSON(FolderList.self, ["folders"]).folders.first)
+        #expect(folder.state == .paused)
+
+        #expect(try daemon.ctl(["folders", "resume", "inbox"]).status == 0)
+        try waitForUploads(["b.txt"], timeout: 30)
+        #expect(try jobs().mapValues(\.count) == ["a.txt": 1, "b.txt": 1])
+        let unknown = try daemon.ctl(["folders", "pause", "nosuch"])
+        #expect(
+            unknown.status != 0 && unknown.stderr.contains("no [folder nosuch] in the config; its folders are inbox"))
+    }
+
     /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
     /// (files after it stay).
     @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {

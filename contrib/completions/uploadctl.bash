@@ -5,7 +5,7 @@
 # batch IDs and remote names from the daemon itself (`uploadctl --json list`, `--json remotes`),
 # asked through the same socket as the command line being completed (--socket, else the default).
 
-_uploadctl_commands="add list show status reload pause resume retry cancel remove priority move limit clear top delete wait watch remotes help"
+_uploadctl_commands="add list show status reload pause resume retry cancel remove priority move limit clear top delete wait watch remotes folders help"
 _uploadctl_global_options="--socket --json --help"
 _uploadctl_states="queued running paused completed failed canceled"
 _uploadctl_protocols="auto put post tus s3 chunked file"
@@ -69,6 +69,21 @@ _uploadctl_remote_names() {
 import json, sys
 for remote in json.load(sys.stdin).get("remotes", []):
     print(remote.get("name", ""))
+' 2>/dev/null
+    else
+        printf '%s' "$json" | grep -o '[{,]"name":"[^"\\]*"' | sed 's/.*:"//; s/"$//'
+    fi
+}
+
+# Watched folders' names, from `uploadctl --json folders`: {"folders":[{"name":...},...]}.
+_uploadctl_folder_names() {
+    local json
+    json=$(_uploadctl_ask folders) || return
+    if command -v python3 >/dev/null 2>&1; then
+        printf '%s' "$json" | python3 -c '
+import json, sys
+for folder in json.load(sys.stdin).get("folders", []):
+    print(folder.get("name", ""))
 ' 2>/dev/null
     else
         printf '%s' "$json" | grep -o '[{,]"name":"[^"\\]*"' | sed 's/.*:"//; s/"$//'
@@ -207,6 +222,13 @@ _uploadctl() {
         ;;
     limit)
         ((positionals == 0)) && mapfile -t COMPREPLY < <(compgen -W "off" -- "$cur")
+        ;;
+    folders)
+        if ((positionals == 0)); then
+            mapfile -t COMPREPLY < <(compgen -W "pause resume" -- "$cur")
+        elif ((positionals == 1)); then
+            mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_folder_names)" -- "$cur")
+        fi
         ;;
     help)
         ((positionals == 0)) && mapfile -t COMPREPLY < <(compgen -W "$_uploadctl_commands" -- "$cur")

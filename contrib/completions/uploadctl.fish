@@ -40,6 +40,24 @@ function __uploadctl_using
     contains -- $command $argv
 end
 
+# Whether the line has exactly argv[1] words after its command (options and their values not
+# counted).
+function __uploadctl_positionals
+    set -l words (commandline -opc)
+    set -l count -1 # the command's own word comes first
+    set -l skip 0
+    for word in $words[2..-1]
+        if test $skip -eq 1
+            set skip 0
+        else if contains -- $word $__uploadctl_value_options
+            set skip 1
+        else if not string match -q -- '-*' $word
+            set count (math $count + 1)
+        end
+    end
+    test $count -eq $argv[1]
+end
+
 # Runs the uploadctl being completed with --json (and the line's --socket); quiet on failure.
 function __uploadctl_ask
     set -l words (commandline -opc)
@@ -91,6 +109,19 @@ for remote in json.load(sys.stdin).get("remotes", []):
     end
 end
 
+# Watched folders' names, with their state, from `uploadctl --json folders`.
+function __uploadctl_folders
+    if command -q python3
+        __uploadctl_ask folders | python3 -c '
+import json, sys
+for folder in json.load(sys.stdin).get("folders", []):
+    print("%s\t%s %s" % (folder.get("name", ""), folder.get("state", ""), folder.get("path", "")))
+' 2>/dev/null
+    else
+        __uploadctl_ask folders | string match -ar '[{,]"name":"[^"\\\\]*"' | string replace -r '.*:"(.*)"$' '$1'
+    end
+end
+
 # --to: a remote as NAME: (the path after it is the user's to type), or the start of a URL.
 function __uploadctl_destinations
     __uploadctl_remotes | string replace -r '^([^\t]*)' '$1:'
@@ -127,6 +158,7 @@ complete -c uploadctl -n __uploadctl_needs_command -a delete -d 'Remove jobs and
 complete -c uploadctl -n __uploadctl_needs_command -a wait -d 'Wait until jobs have ended'
 complete -c uploadctl -n __uploadctl_needs_command -a watch -d 'Print job events as they happen'
 complete -c uploadctl -n __uploadctl_needs_command -a remotes -d 'List the configured remotes, or test one'
+complete -c uploadctl -n __uploadctl_needs_command -a folders -d 'List the watched folders, or pause or resume one'
 complete -c uploadctl -n __uploadctl_needs_command -a help -d 'Show the help of a command'
 
 # add PATH...|- --to DEST ...
@@ -177,4 +209,6 @@ complete -c uploadctl -n '__uploadctl_using move' -l after -x -a '(__uploadctl_j
 complete -c uploadctl -n '__uploadctl_using limit' -a off -d 'No limit'
 complete -c uploadctl -n '__uploadctl_using wait' -l timeout -x -d 'Give up after SECONDS'
 complete -c uploadctl -n '__uploadctl_using remotes' -l test -x -a '(__uploadctl_remotes)' -d 'Check that a remote works'
-complete -c uploadctl -n '__uploadctl_using help' -a 'add list show status reload pause resume retry cancel remove priority move limit clear top delete wait watch remotes'
+complete -c uploadctl -n '__uploadctl_using folders; and __uploadctl_positionals 0' -a 'pause resume' -d 'Pause or resume a folder'
+complete -c uploadctl -n '__uploadctl_using folders; and __uploadctl_positionals 1' -a '(__uploadctl_folders)'
+complete -c uploadctl -n '__uploadctl_using help' -a 'add list show status reload pause resume retry cancel remove priority move limit clear top delete wait watch remotes folders'

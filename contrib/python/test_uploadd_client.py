@@ -814,6 +814,33 @@ class ClientTests(DaemonTestCase):
         self.assertIn("failed: Photos/trip day 1/c #1.jpg", run.stderr)
 
 
+class FolderTests(DaemonTestCase):
+    """A watched folder, `[folder drop]`: listed, its jobs named after it, paused and resumed."""
+
+    config = "[daemon]\ntransfers = 1\n\n[folder drop]\npath = @ROOT@/drop\nto = file://@ROOT@/out/\nsettle = 200ms\n"
+
+    def test_folders_pause_resume(self) -> None:
+        (self.root / "drop").mkdir(mode=0o755, exist_ok=True)  # looked for every 5 s until there
+        deadline = time.monotonic() + 20
+        while self.client.folders()[0]["state"] != "watching":
+            self.assertLess(time.monotonic(), deadline, self.client.folders())
+            time.sleep(0.2)
+        (self.root / "drop" / "a.txt").write_text("a\n")
+        deadline = time.monotonic() + 20
+        while not [j for j in self.client.list() if j.get("folder") == "drop" and j["state"] == "completed"]:
+            self.assertLess(time.monotonic(), deadline, self.client.list())
+            time.sleep(0.2)
+        folder = self.client.folders()[0]
+        self.assertEqual((folder["name"], folder["taken"], folder["uploaded"]), ("drop", 1, 1))
+        self.assertTrue(folder["last_upload"]["source"].endswith("/drop/a.txt"), folder)
+        self.assertEqual(self.client.pause_folder("drop")["state"], "paused")
+        self.assertEqual(self.client.folders()[0]["state"], "paused")
+        self.assertIn(self.client.resume_folder("drop")["state"], ("starting", "watching"))
+        with self.assertRaises(ud.UploaddError) as caught:
+            self.client.pause_folder("nope")
+        self.assertEqual(caught.exception.code, ud.CODE_INVALID_PARAMS)
+
+
 class RestartTests(DaemonTestCase):
     def test_client_token_across_restart(self) -> None:
         source = self.files(1)[0]

@@ -872,6 +872,21 @@ class Client:
         remote raises ``UploaddError`` (-32602)."""
         return self.call("remote.test", {"name": name})
 
+    def folders(self) -> list[dict]:
+        """``folder.list``: the watched folders of the config, in its order. A list of ``{name, path,
+        to, state (watching, paused, waiting, failing, starting), reason?, taken, queued, uploaded,
+        failed, last_upload ({id, source, at} or None)}``."""
+        return self.call("folder.list")["folders"]
+
+    def pause_folder(self, name: str) -> dict:
+        """``folder.pause``: the folder takes nothing more, and its unfinished jobs are paused,
+        across restarts until resumed. Returns the folder; an unknown one raises ``UploaddError``."""
+        return self.call("folder.pause", {"name": name})
+
+    def resume_folder(self, name: str) -> dict:
+        """``folder.resume``: resumes the folder's paused jobs, and takes what came meanwhile."""
+        return self.call("folder.resume", {"name": name})
+
     # -- adding -------------------------------------------------------------------------------
 
     _ADD_OPTIONS = ("protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot", "image",

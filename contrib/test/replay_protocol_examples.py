@@ -66,6 +66,7 @@ FIXTURE_FILES: dict[str, bytes] = {
     "videos/clip.mp4": bytes(range(256)) * 32768,  # 8 MiB: takes a moment, while later jobs wait
     "notes.txt": b"remember the milk\n",  # 18 bytes
     "not-a-folder": b"a file where a destination wants a folder\n",
+    "inbox/.keep": b"",  # the watched folder; hidden files are not taken
 }
 FIXTURE_CONFIG = """\
 [daemon]
@@ -74,6 +75,10 @@ transfers = 1
 [remote backup]
 protocol = file
 url = file://$DIR/backup/
+
+[folder inbox]
+path = $DIR/inbox
+to = backup:inbox/
 """
 
 # Variables of the caller's environment that would change what the daemon does.

@@ -22,6 +22,11 @@ struct ControlHandler: Sendable {
     /// Re-reads the config; returns a message for the client when it failed.
     var reload: @Sendable () async throws -> [String]
     var status: @Sendable () async -> DaemonStatus
+    /// `folder.list` (nil), `folder.pause` (true) or `folder.resume` (false) of the named folder:
+    /// the daemon's, which holds the watcher.
+    var folders: @Sendable (_ name: String?, _ pause: Bool?) async throws(RPCError) -> FolderList = { _, _ in
+        FolderList(folders: [])
+    }
 
     /// Answers one line: a request, a notification, or a batch. Nil when nothing is to be sent back.
     func handle(line: [UInt8], client: Client) async -> [UInt8]? {
@@ -232,6 +237,16 @@ struct ControlHandler: Sendable {
         case .testRemote:
             let remote = try RemoteParams.decode(from: params)
             return try encodeResult(try await scheduler.testRemote(named: remote.name))
+        case .folders:
+            _ = try NoParams.decode(from: params)
+            return try encodeResult(try await folders(nil, nil))
+        case .pauseFolder, .resumeFolder:
+            let folder = try FolderParams.decode(from: params)
+            let list = try await folders(folder.name, method == .pauseFolder)
+            guard let info = list.folders.first(where: { $0.name == folder.name }) else {
+                throw RPCError.invalidParams("no [folder \(folder.name)] in the config")
+            }
+            return try encodeResult(info)
         case .add:
             let add = try AddParams.read(from: params)
             let fields = try Self.jobFields(add.jobFields)

@@ -4,15 +4,18 @@ import UploadWire
 
 /// Files that watched folders hand over (`FolderWatcher`), added as `job.add` adds them.
 extension Scheduler {
-    /// The config's watched folders, in the order of their sections.
-    var folderRules: [FolderRule] { config.folders.values.sorted { $0.line < $1.line } }
+    /// The config's watched folders that are not paused, in the order of their sections: the
+    /// ones to watch.
+    var folderRules: [FolderRule] {
+        config.folders.values.filter { !pausedFolders.contains($0.name) }.sorted { $0.line < $1.line }
+    }
 
     /// Adds the files of `rule` that settled and that the folder has not taken yet, with the
     /// identity the watcher checked: the job uploads that file or fails, never another one put in
     /// its place. Jobs carry the folder's name, which with their snapshot's identity is the
     /// folder's durable record of having taken that version of the file.
     func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async {
-        guard !stopping, config.folders[rule.name] == rule else { return }
+        guard !stopping, config.folders[rule.name] == rule, !pausedFolders.contains(rule.name) else { return }
         let fresh = folderIntake.admit(files, folder: rule.name, ledger: store.state.folderLedgers[rule.name]) {
             store.jobs[$0]
         }
@@ -33,5 +36,89 @@ extension Scheduler {
             }
         }
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
+    }
+}
+
+/// `folder.list`, `folder.pause` and `folder.resume`.
+extension Scheduler {
+    /// Every watched folder of the config with what it took, `states` being the watcher's view
+    /// of the ones it watches.
+    func folderList(states: [String: FolderWatcher.RuleState]) -> FolderList {
+        let rules = config.folders.values.sorted { $0.line < $1.line }
+        return FolderList(folders: rules.map { folderInfo($0, state: states[$0.name]) })
+    }
+
+    func folderInfo(_ rule: FolderRule, state: FolderWatcher.RuleState?) -> FolderInfo {
+        let ledger = store.state.folderLedgers[rule.name] ?? FolderLedger()
+        var queued = 0
+        var uploaded = 0
+        var failed = 0
+        var last: FolderInfo.LastUpload?
+        for id in ledger.jobs.values.joined() {
+            guard let job = store.jobs[id] else { continue }
+            switch job.state {
+            case .queued, .running, .paused: queued += 1
+            case .failed, .canceled: failed += 1
+            case .completed:
+                uploaded += 1
+                if last.map({ job.updatedAt > $0.at }) ?? true {
+                    last = FolderInfo.LastUpload(id: job.id, source: job.spec.source, at: job.updatedAt)
+                }
+            }
+        }
+        // Versions whose jobs were removed since (cleared, most often).
+        for entry in ledger.files.values where entry.job.map({ store.jobs[$0] == nil }) ?? true {
+            switch entry.state {
+            case .taken: queued += 1  // not written for a job still to run: counted for completeness
+            case .uploaded, .done: uploaded += 1
+            case .failed: failed += 1
+            case .gone: break
+            }
+        }
+        let (stateName, reason): (FolderInfo.State, String?) =
+            switch state {
+            case _ where pausedFolders.contains(rule.name): (.paused, nil)
+            case .watching?: (.watching, nil)
+            case .waiting(let why)?: (.waiting, why)
+            case .failing(let why)?: (.failing, why)
+            case nil: (.starting, nil)
+            }
+        return FolderInfo(
+            name: rule.name, path: rule.path, destination: Redaction.redactURL(rule.destination), state: stateName,
+            reason: reason, taken: queued + uploaded + failed, queued: queued, uploaded: uploaded, failed: failed,
+            lastUpload: last)
+    }
+
+    /// Pauses the watched folder `name` (nothing more is taken, and its unfinished jobs are
+    /// paused) or resumes it (its paused jobs are resumed, and the folder is scanned again for
+    /// what came meanwhile). Kept across restarts. The caller hands `folderRules` to the watcher.
+    func setFolder(_ name: String, paused: Bool) async throws(RPCError) -> FolderRule {
+        guard let rule = config.folders[name] else {
+            let known = config.folders.keys.sorted()
+            throw RPCError.invalidParams(
+                "no [folder \(name)] in the config"
+                    + (known.isEmpty
+                        ? "; add one to uploadd.conf" : "; its folders are \(known.joined(separator: ", "))"))
+        }
+        var names = pausedFolders
+        if paused { names.insert(name) } else { names.remove(name) }
+        if names != pausedFolders {
+            try dependencies.pausedFoldersFile?.keep(names)
+            pausedFolders = names
+            Log.info("[folder \(name)] \(paused ? "paused" : "resumed")")
+        }
+        let ledger = store.state.folderLedgers[name] ?? FolderLedger()
+        let ids = ledger.jobs.values.joined().filter { id in
+            guard let state = store.jobs[id]?.state else { return false }
+            return paused ? state == .queued || state == .running : state == .paused
+        }.sorted()
+        if !ids.isEmpty {
+            let outcome = try await performEach(paused ? .pause : .resume, selection: JobSelection(ids: ids))
+            for failure in outcome.errors {
+                let job = failure.id.map { "job \($0)" } ?? "a job"
+                Log.warning("[folder \(name)] \(job) not \(paused ? "paused" : "resumed"): \(failure.message)")
+            }
+        }
+        return rule
     }
 }

@@ -30,6 +30,8 @@ actor Scheduler {
         var now: @Sendable () -> Date = { Date() }
         /// Where the bandwidth limit is kept (nil: nowhere, for tests), and how it reaches the transfers.
         var bandwidthLimitFile: BandwidthLimitFile?
+        /// Where the paused watched folders are kept (nil: nowhere, for tests).
+        var pausedFoldersFile: PausedFoldersFile?
         var applyBandwidthLimit: @Sendable (Int64?) -> Void = { _ in }
         /// The preparation steps jobs can ask for, by name; tests add their own.
         var preparationSteps: [String: any PreparationStep] = PreparationRegistry.steps
@@ -82,6 +84,8 @@ actor Scheduler {
     var hooks = HookQueue()
     /// Files watched folders handed over that are being added, and each folder's batch.
     var folderIntake = FolderIntake()
+    /// The watched folders paused with `folder.pause`, by name: kept across restarts.
+    var pausedFolders: Set<String> = []
     /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
     var batchAnnouncements = BatchAnnouncements()
     var notificationsShown = 0
@@ -109,6 +113,7 @@ actor Scheduler {
         self.dependencies = dependencies
         self.config = config
         bandwidthLimit = dependencies.bandwidthLimitFile?.load()
+        pausedFolders = dependencies.pausedFoldersFile?.load() ?? []
         dependencies.applyBandwidthLimit(bandwidthLimit)
         var store = replayed
         let now = dependencies.now()

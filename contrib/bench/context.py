@@ -19,13 +19,15 @@ FULL = {"big": GIB, "small_count": 2000, "small_size": 64 << 10, "tus_size": 256
         "huge": 4 * GIB, "idle_seconds": 60, "status_runs": 50, "iperf_seconds": 5,
         "life_rounds": 20, "life_jobs": 3000, "life_queue": 100_000, "photos": 100,
         "tiny_count": 20_000, "tiny_size": 4 << 10, "queue_sizes": [1000, 10_000, 100_000, 1_000_000],
-        "dead_seconds": 20, "far_size": 16 * MIB, "far_delay": 0.025, "limit_rate_mib": 8, "limit_size": 24 * MIB}
+        "dead_seconds": 20, "far_size": 16 * MIB, "far_delay": 0.025, "limit_rate_mib": 8, "limit_size": 24 * MIB,
+        "folder_count": 10_000, "folder_size": 4 << 10}
 QUICK = {"big": 8 * MIB, "small_count": 50, "small_size": 64 << 10, "tus_size": 8 * MIB, "tus_chunk": 2 * MIB,
          "s3_size": 16 * MIB, "s3_chunk": 8 * MIB, "adds": 1000, "batch": 500, "journal_jobs": 5000,
          "huge": 32 * MIB, "idle_seconds": 5, "status_runs": 10, "iperf_seconds": 1,
          "life_rounds": 3, "life_jobs": 300, "life_queue": 3000, "photos": 4,
          "tiny_count": 200, "tiny_size": 4 << 10, "queue_sizes": [100, 1000], "dead_seconds": 3,
-         "far_size": 1 * MIB, "far_delay": 0.025, "limit_rate_mib": 2, "limit_size": 1 * MIB}
+         "far_size": 1 * MIB, "far_delay": 0.025, "limit_rate_mib": 2, "limit_size": 1 * MIB,
+         "folder_count": 200, "folder_size": 4 << 10}
 
 
 def human_size(n: int) -> str:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchenv  # noqa: E402
 import control  # noqa: E402
+import folders  # noqa: E402
 import images  # noqa: E402
 import longlife  # noqa: E402
 import measure  # noqa: E402
@@ -56,6 +57,7 @@ SCENARIOS = [
     ("14", control.dead_server),
     ("15", transfers.https_versions),
     ("16", transfers.global_limit),
+    ("17", folders.watched_folder),
 ]
 COMMITTED = REPO / "contrib" / "bench" / "RESULTS.json"
 WITHOUT_SERVERS = {"8", "9", "10", "14"}
@@ -73,7 +75,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and 1 run each (a smoke run, ~1 min)")
     parser.add_argument("--runs", type=int, help="runs per contender (default 5, --quick 1)")
-    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 16")
+    parser.add_argument("--only", help="comma-separated scenario numbers, 0 (the physical ceiling) to 17")
     parser.add_argument("--out", type=Path,
                         help="the markdown table; the JSON goes beside it (default: contrib/bench/RESULTS.md for "
                              "a full run of every scenario, else .build/bench-results/RESULTS.md)")

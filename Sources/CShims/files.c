@@ -113,3 +113,9 @@ long CShims_filesystem_type(const char *path) {
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
 }
+
+#include <stdio.h>
+
+int CShims_rename_noreplace(int old_dir, const char *old_name, int new_dir, const char *new_name) {
+    return renameat2(old_dir, old_name, new_dir, new_name, RENAME_NOREPLACE);
+}

@@ -234,16 +234,27 @@ final class WatchedFolderTests {
         try waitForUploads(["again.txt"], timeout: 30)
     }
 
-    /// uploadd killed with SIGKILL at random moments while files are dropped in, settle and upload:
-    /// every file goes, whole, and has exactly one job. An add that was not durable when the
-    /// daemon died is forgotten with it, and the start-up scan takes the file again; one that was
-    /// is its record, and the file is not taken twice. `UPLOADD_TEST_SEED=N` repeats a run.
-    @Test func aCrashAtAnyMomentTakesEachFileExactlyOnce() throws {
-        try writeConfig(settle: "200ms")
+    /// uploadd killed with SIGKILL at random moments while files are dropped in, settle, upload
+    /// and are deleted (`after = delete`): every file goes, whole, and has exactly one job; none
+    /// is deleted before its upload is on the server (and its end journaled); at the end every
+    /// one is deleted. An add that was not durable when the daemon died is forgotten with it,
+    /// and the start-up scan takes the file again; one that was is its record, and the file is
+    /// not taken twice. `UPLOADD_TEST_SEED=N` repeats a run; `UPLOADD_TEST_CRASH_AT` points
+    /// (`folder-action-due`, `folder-action-done`) are hit by other rounds' kills too.
+    @Test func aCrashAtAnyMomentTakesEachFileExactlyOnceAndDeletesItAfter() throws {
+        try writeConfig(settle: "200ms", extra: "after = delete")
         var random = SeededRandom()
         print("watched-folder crash loop: seed \(random.seed) (UPLOADD_TEST_SEED=\(random.seed) repeats it)")
         try daemon.start()
         var dropped: [String: Data] = [:]
+        /// Every file no longer in the folder is on the server, whole.
+        func checkNothingDeletedEarly(_ when: String) {
+            for (name, bytes) in dropped where access(inbox + "/" + name, F_OK) != 0 {
+                #expect(
+                    FileManager.default.contents(atPath: received + "/" + name) == bytes,
+                    "\(name) deleted before its upload was whole on the server (\(when))")
+            }
+        }
         for round in 0..<12 {
             for index in 0..<Int.random(in: 1...4, using: &random) {
                 let name = "round\(round)/file-\(index).bin"
@@ -262,19 +273,57 @@ final class WatchedFolderTests {
             }
             usleep(UInt32.random(in: 50_000...800_000, using: &random))
             daemon.crash()
+            checkNothingDeletedEarly("after the kill of round \(round)")
             try daemon.start()
         }
-        let jobs = try waitForUploads(dropped.keys.sorted(), timeout: 120)
-        let twice = jobs.filter { $0.value.count != 1 }.mapValues(\.count)
+        let uploads = try waitForUploads(dropped.keys.sorted(), timeout: 120)
+        let twice = uploads.filter { $0.value.count != 1 }.mapValues(\.count)
         #expect(twice.isEmpty, "taken more than once")
-        #expect(Set(jobs.keys) == Set(dropped.keys))
+        #expect(Set(uploads.keys) == Set(dropped.keys))
         for (name, bytes) in dropped {
             #expect(FileManager.default.contents(atPath: received + "/" + name) == bytes, "\(name) on the server")
         }
+        let left = try eventually(timeout: 30) {
+            let files = FileManager.default.enumerator(atPath: inbox)?.compactMap { $0 as? String } ?? []
+            return files.allSatisfy { !$0.hasSuffix(".bin") && !$0.contains(".uploadd-deleting.") }
+        }
+        #expect(left, "every file is deleted once uploaded: \(FileManager.default.subpaths(atPath: inbox) ?? [])")
         #expect(daemon.stop() == 0)
         try daemon.start()
         let status = try daemon.statusJSON()
         #expect(status["journal_damage"] == nil, "a clean restart finds no damage")
+        #expect(try jobs().mapValues(\.count) == uploads.mapValues(\.count), "nothing taken again after the deletes")
+    }
+
+    /// `after = move:DIR` moves each file once uploaded; a file changed after its upload is left
+    /// where it is (and goes again, as a new version), and a crash between the upload's end and
+    /// the move moves it at the next start, without an upload again.
+    @Test func afterMoveMovesOnlyTheUploadedVersionAlsoAcrossACrash() throws {
+        let done = inbox + "-done"
+        try writeConfig(settle: "500ms", extra: "after = move:\(done)")
+        try daemon.start()
+        try waitForWatching()
+        try write("a.txt", "a\n")
+        try waitForUploads(["a.txt"])
+        let moved = try eventually(timeout: 10) { access(done + "/a.txt", F_OK) == 0 }
+        #expect(moved && access(inbox + "/a.txt", F_OK) != 0, "moved once uploaded: \(daemon.log(tail: 10))")
+        // Killed at the moment the move is due: moved at the next start, not uploaded again.
+        #expect(daemon.stop() == 0)
+        daemon.extraEnvironment = ["UPLOADD_TEST_CRASH_AT": "folder-action-due"]
+        try daemon.start()
+        try write("b.txt", "b\n")
+        #expect(eventually(timeout: 30) { daemon.diedOfSIGKILL }, "the daemon died where the move was due")
+        #expect(access(inbox + "/b.txt", F_OK) == 0, "not moved before the crash")
+        daemon.crash()
+        daemon.extraEnvironment = [:]
+        try daemon.start()
+        let movedAfter = try eventually(timeout: 20) { access(done + "/b.txt", F_OK) == 0 }
+        #expect(movedAfter, "moved at the next start: \(daemon.log(tail: 10))")
+        #expect(try jobs().mapValues(\.count) == ["a.txt": 1, "b.txt": 1], "uploaded once each")
+        // Moved by hand into the folder again: the same version, not taken again.
+        #expect(rename(done + "/b.txt", inbox + "/b.txt") == 0)
+        Thread.sleep(forTimeInterval: 2)
+        #expect(try jobs().mapValues(\.count) == ["a.txt": 1, "b.txt": 1], "the same version is not taken again")
     }
 
     /// Out of inotify watches (three allowed, in a user namespace of the daemon's own): `status`

@@ -63,7 +63,17 @@ struct WatchedFolderUnitTests {
         }
         #expect(DaemonConfig.parseSettle("1h") == .seconds(3600) && DaemonConfig.parseSettle("1.5m") == .seconds(90))
         #expect(DaemonConfig.parseSettle("3") == .seconds(3) && DaemonConfig.parseSettle("250ms") == .milliseconds(250))
-        #expect(errors("[folder a]\npath = /a\nto = file:///x/\nafter = delete\n").contains("not supported yet"))
+        #expect(
+            errors("[folder a]\npath = /a\nto = file:///x/\nafter = trash\n").contains(
+                "after must be keep, delete or move:DIR"))
+        #expect(errors("[folder a]\npath = /a\nto = file:///x/\nafter = move:done\n").contains("DIR absolute"))
+        #expect(
+            errors("[folder a]\npath = /a\nto = file:///x/\nafter = move:/a/done\n").contains(
+                "inside the watched folder"))
+        let after = try? DaemonConfig.parse(
+            "[folder a]\npath = /a\nto = file:///x/\nafter = move:~/done/\n[folder b]\npath = /b\nto = file:///y/\nafter = delete\n",
+            home: "/home/u")
+        #expect(after?.folders["a"]?.after == .move("/home/u/done") && after?.folders["b"]?.after == .delete)
         #expect(
             errors("[folder a]\npath = /a\nto = file:///x/\n[folder b]\npath = /a/b\nto = file:///y/\n").contains(
                 "[folder b] watches files [folder a] (line 1) watches too"))

@@ -62,6 +62,8 @@ int CShims_unsent_bytes(int fd, unsigned long long inode);
 /// O_PATH, which glibc hides from Swift unless _GNU_SOURCE is set: an fd that names a file or
 /// directory for the *at() calls without opening it for reading.
 int CShims_open_path_flag(void);
+/// renameat2(RENAME_NOREPLACE): -1 with EEXIST when `new_name` exists (nothing is replaced).
+int CShims_rename_noreplace(int old_dir, const char *old_name, int new_dir, const char *new_name);
 
 /// statfs(2)'s f_type of the file system holding `path` (linux/magic.h), or -1 with errno.
 long CShims_filesystem_type(const char *path);

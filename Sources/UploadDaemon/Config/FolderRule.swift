@@ -21,6 +21,8 @@ struct FolderRule: Sendable, Equatable {
     /// Whether a folder other users may write to is watched: they could drop files there that
     /// would then be uploaded as the user.
     var trustOthers = false
+    /// What becomes of a file once its upload's end is durable.
+    var after = FolderAfter.keep
     /// How long a file must have been quiet (no write, no rename) before it is taken.
     var settle: Duration = .seconds(2)
     /// The options every job of the folder gets, as `add` would give them.
@@ -42,7 +44,8 @@ struct FolderRule: Sendable, Equatable {
     static func == (a: FolderRule, b: FolderRule) -> Bool {
         a.name == b.name && a.path == b.path && a.destination == b.destination && a.recursive == b.recursive
             && a.include == b.include && a.exclude == b.exclude && a.followSymlinks == b.followSymlinks
-            && a.trustOthers == b.trustOthers && a.settle == b.settle && a.uploadProtocol == b.uploadProtocol
+            && a.trustOthers == b.trustOthers && a.settle == b.settle && a.after == b.after
+            && a.uploadProtocol == b.uploadProtocol
             && a.headers == b.headers && a.fields == b.fields && a.fileField == b.fileField
             && a.chunkSize == b.chunkSize && a.image == b.image && a.snapshot == b.snapshot
             && a.priority == b.priority
@@ -107,13 +110,11 @@ extension DaemonConfig {
             }
             switch entry.key {
             case "path":
-                let expanded =
-                    entry.value == "~" || entry.value.hasPrefix("~/") ? home + entry.value.dropFirst() : entry.value
-                guard expanded.hasPrefix("/") else {
+                guard let path = Self.folderPath(entry.value, home: home) else {
                     errors.append(fail("path must be absolute or start with ~/ (it is \(entry.value))"))
                     continue
                 }
-                rule.path = expanded.count > 1 && expanded.hasSuffix("/") ? String(expanded.dropLast()) : expanded
+                rule.path = path
             case "to":
                 do { _ = try Destination.parse(entry.value) } catch { errors.append(fail("to: \(error.description)")) }
                 if !Destination.isFolder(entry.value) {
@@ -135,11 +136,17 @@ extension DaemonConfig {
                 }
                 rule.settle = settle
             case "after":
-                // Deleting or moving once uploaded is not built yet: refused rather than ignored,
-                // so that nobody counts on it.
-                guard entry.value == "keep" else {
-                    errors.append(fail("after = \(entry.value) is not supported yet; files are kept (after = keep)"))
-                    continue
+                switch entry.value {
+                case "keep": rule.after = .keep
+                case "delete": rule.after = .delete
+                case let value where value.hasPrefix("move:"):
+                    guard let folder = Self.folderPath(String(value.dropFirst(5)), home: home) else {
+                        errors.append(fail("after = move:DIR needs DIR absolute or starting with ~/ (it is \(value))"))
+                        continue
+                    }
+                    rule.after = .move(folder)
+                default:
+                    errors.append(fail("after must be keep, delete or move:DIR (it is \(entry.value))"))
                 }
             case "protocol":
                 guard let value = UploadProtocol(rawValue: entry.value.lowercased()) else {
@@ -189,6 +196,13 @@ extension DaemonConfig {
         }
         if rule.path.isEmpty { errors.append("line \(section.line): [folder \(name)] needs a path") }
         if rule.destination.isEmpty { errors.append("line \(section.line): [folder \(name)] needs a 'to' destination") }
+        if case .move(let folder) = rule.after, !rule.path.isEmpty,
+            folder == rule.path || folder.hasPrefix(rule.path == "/" ? "/" : rule.path + "/")
+        {
+            errors.append(
+                "line \(section.line): [folder \(name)] after = move:\(folder) is inside the watched folder; move files out of it"
+            )
+        }
         folders[name] = rule
         return errors
     }
@@ -218,6 +232,14 @@ extension DaemonConfig {
         return problems
     }
 
+    /// An absolute path, or one starting with `~/`, without a trailing slash; nil for a relative
+    /// one.
+    static func folderPath(_ text: String, home: String) -> String? {
+        let expanded = text == "~" || text.hasPrefix("~/") ? home + text.dropFirst() : text
+        guard expanded.hasPrefix("/") else { return nil }
+        return expanded.count > 1 && expanded.hasSuffix("/") ? String(expanded.dropLast()) : expanded
+    }
+
     /// `2s`, `500ms`, `1.5m`, `1h` or a number of seconds, from 100 ms to an hour: decimal digits
     /// only (`Double` alone would take `0x10`, `1e3` and `inf`).
     static func parseSettle(_ text: String) -> Duration? {
@@ -235,4 +257,13 @@ extension DaemonConfig {
         }
         return nil
     }
+}
+
+/// `after` of a `[folder NAME]`: what becomes of a file once its upload's end is durable.
+enum FolderAfter: Sendable, Equatable {
+    case keep
+    case delete
+    /// Into this folder (made when missing), under the file's name; another name when one is
+    /// there already.
+    case move(String)
 }

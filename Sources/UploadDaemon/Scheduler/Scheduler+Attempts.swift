@@ -204,6 +204,7 @@ extension Scheduler {
             try synced.get()
             if end.deletesCachedFile { dependencies.snapshots.discardFiles(of: end.job) }
             announce(end.job)
+            folderJobEnded(end.job)  // durable: a watched folder's `after` may act on the file
         } catch {
             Log.error("job \(end.job.id): cannot journal its new state: \(error)")
         }

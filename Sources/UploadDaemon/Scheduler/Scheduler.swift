@@ -172,6 +172,7 @@ actor Scheduler {
         armRetryTimer()
         fillSlots()
         runOwedHooks(owed.hooks)
+        runOwedFolderActions()
     }
 
     /// Applies a new config (SIGHUP or daemon.reload).

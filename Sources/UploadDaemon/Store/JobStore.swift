@@ -32,6 +32,9 @@ struct JobStore {
     /// What watched folders' jobs removed in memory leave in their folders' ledgers, until their
     /// removals are saved (`withFolderEntries`).
     private var removedFolderFiles: [JobID: FolderLedgerRecord] = [:]
+    /// Watched folders' completed jobs whose `after` action (delete or move) is not done yet: a
+    /// removal of one leaves an `uploaded` entry (owed) rather than `done`.
+    var folderActionsOwed: Set<JobID> = []
     /// Records written since the last compaction beyond which the journal is rewritten
     /// (`compact_after`), unless the live jobs need more.
     var compactAfter: Int
@@ -53,7 +56,9 @@ struct JobStore {
 
     /// Applies a change to memory only; a verb below saves it.
     mutating func apply(_ record: JournalRecord) {
-        if case .removed(let id) = record, let job = state.jobs[id], let file = FolderFile(leftBy: job) {
+        if case .removed(let id) = record, let job = state.jobs[id], var file = FolderFile(leftBy: job) {
+            // Uploaded, and its folder's `after` (delete or move) not done yet: still owed.
+            if file.state == .done, folderActionsOwed.contains(id) { file.state = .uploaded }
             removedFolderFiles[id] = FolderLedgerRecord(folder: job.spec.folder!, files: [file])
         }
         state.apply(record)

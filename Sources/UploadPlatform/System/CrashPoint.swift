@@ -11,6 +11,10 @@ package enum CrashPoint: String {
     case journalRewritten = "journal-rewritten"
     /// A job's end is journaled (durably) with its hook due, and the hook is about to start.
     case hookDue = "hook-due"
+    /// A watched folder's job's end is journaled (durably), and its `after` action is about to run.
+    case folderActionDue = "folder-action-due"
+    /// A watched folder's `after` action was done, and its ledger entry is not written yet.
+    case folderActionDone = "folder-action-done"
 
     private static let armed: CrashPoint? = Glibc.getenv("UPLOADD_TEST_CRASH_AT").flatMap {
         CrashPoint(rawValue: String(cString: $0))

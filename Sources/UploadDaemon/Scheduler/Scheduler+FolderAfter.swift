@@ -1,0 +1,77 @@
+import UploadCore
+import UploadPlatform
+import UploadWire
+
+/// `after = delete | move:DIR` of watched folders, done once a job's end is durable and recorded
+/// in the folder's ledger once done (`done`, with the job): a file whose job completed and has no
+/// such entry is owed its action, after a crash too. The action finds a file that changed, or
+/// that is gone, and then does nothing (`FolderAfterUpload`), so doing it twice is harmless;
+/// uploading twice cannot happen, as the completed job (or, once it is cleared, its ledger entry)
+/// is the record that the version was taken.
+extension Scheduler {
+    /// Once a job's ending record is durable (never before): its folder's action, if the rule
+    /// asks for one. A job whose end could not be journaled gets its action at the next start,
+    /// if its end is in the journal by then.
+    func folderJobEnded(_ job: Job) {
+        guard job.state == .completed, let folder = job.spec.folder, let version = FolderAfterUpload.Version(of: job)
+        else { return }
+        oweFolderAction(folder: folder, job: job.id, version: version)
+    }
+
+    /// At start: the actions a crash (or a stop) left owed, from each folder's completed jobs and
+    /// from the entries of jobs cleared before their action ran (`uploaded`).
+    func runOwedFolderActions() {
+        for (folder, ledger) in store.state.folderLedgers.sorted(by: { $0.key < $1.key }) {
+            guard let rule = config.folders[folder], rule.after != .keep else { continue }
+            for id in ledger.jobs.values.joined().sorted() {
+                guard let job = store.jobs[id], job.state == .completed,
+                    let version = FolderAfterUpload.Version(of: job)
+                else { continue }
+                oweFolderAction(folder: folder, job: id, version: version)
+            }
+            for entry in ledger.files.values where entry.state == .uploaded {
+                guard let job = entry.job, let version = FolderAfterUpload.Version(entry) else { continue }
+                oweFolderAction(folder: folder, job: job, version: version)
+            }
+        }
+    }
+
+    private func oweFolderAction(folder: String, job: JobID, version: FolderAfterUpload.Version) {
+        guard let rule = config.folders[folder], rule.after != .keep else { return }
+        let key = FolderFileKey(device: version.device, inode: version.inode)
+        if let entry = store.state.folderLedgers[folder]?.files[key], entry.job == job, entry.state == .done { return }
+        // Once per job and run of the daemon: one that failed is tried again at the next start.
+        guard store.folderActionsOwed.insert(job).inserted else { return }
+        let after = rule.after
+        CrashPoint.folderActionDue.reached()
+        Task {
+            let outcome = (try? await Blocking.run { FolderAfterUpload.perform(after, on: version) }) ?? .failed("")
+            self.folderActionEnded(folder: folder, job: job, version: version, outcome: outcome)
+        }
+    }
+
+    private func folderActionEnded(
+        folder: String, job: JobID, version: FolderAfterUpload.Version, outcome: FolderAfterUpload.Outcome
+    ) {
+        if outcome == .deleted || outcome.isMove { CrashPoint.folderActionDone.reached() }
+        let path = version.path
+        switch outcome {
+        case .deleted: Log.info("[folder \(folder)] deleted \(path), uploaded by job \(job)")
+        case .moved(let to): Log.info("[folder \(folder)] moved \(path) to \(to), uploaded by job \(job)")
+        case .gone: Log.info("[folder \(folder)] \(path) is gone already")
+        case .changed: Log.notice("[folder \(folder)] \(path) changed since job \(job) uploaded it: left alone")
+        case .failed(let why):
+            Log.warning("[folder \(folder)] \(path), uploaded by job \(job): \(why); tried again at the next start")
+        }
+        guard outcome.isFinal, !stopping else { return }
+        store.folderActionsOwed.remove(job)
+        let entry = FolderFile(
+            key: FolderFileKey(device: version.device, inode: version.inode), path: path, size: version.size,
+            modifiedNanoseconds: version.modifiedNanoseconds, state: .done, job: job)
+        let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: folder, files: [entry]))
+        store.apply(record)
+        // Not waited for: a crash that loses it makes the next start look again, and find the
+        // file gone (or moved, or changed).
+        store.saveSoon([record])
+    }
+}

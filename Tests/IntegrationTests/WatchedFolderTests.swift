@@ -164,6 +164,27 @@ final class WatchedFolderTests {
             unknown.status != 0 && unknown.stderr.contains("no [folder nosuch] in the config; its folders are inbox"))
     }
 
+    /// A file changed in place while its upload has not ended (a server that is down): the new
+    /// version is taken, and the older version's job canceled, so that it cannot land on the
+    /// server after the newer one.
+    @Test func aNewVersionCancelsTheOlderVersionsUnfinishedJob() throws {
+        try Self.config(inbox: inbox, to: "http://127.0.0.1:9/down/", settle: "500ms")  // nothing listens on 9
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try daemon.start()
+        try waitForWatching()
+        try write("a.txt", "first\n")
+        let first = try eventually(timeout: 20) { (try jobs()["a.txt"]?.count ?? 0) == 1 }
+        #expect(first, "the first version is taken")
+        try write("a.txt", "second, longer\n")
+        var versions: [JobInfo] = []
+        let replaced = try eventually(timeout: 20) {
+            versions = (try jobs()["a.txt"] ?? []).sorted { $0.id < $1.id }
+            return versions.count == 2 && versions[0].state == .canceled
+        }
+        #expect(replaced, "the older version's job is canceled: \(versions.map { ($0.id, $0.state) })")
+        #expect(versions.last.map { !$0.state.isTerminal } == true, "the newer one waits for the server")
+    }
+
     /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
     /// (files after it stay).
     @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {

@@ -26,16 +26,42 @@ extension Scheduler {
             origin: AddRun.FolderOrigin(name: rule.name, batch: openBatch))
         folderIntake.added(fresh, folder: rule.name)
         var taken = 0
+        var superseded: [JobID] = []
         for (file, result) in zip(fresh, results) {
             switch result {
             case .success(let job):
                 taken += 1
                 if let batch = job.batch { folderIntake.noteBatch(batch, of: rule.name) }
+                superseded += olderUnfinishedJobs(of: file, than: job.id, folder: rule.name)
             case .failure(let error):
                 Log.warning("[folder \(rule.name)] \(file.relativePath) not taken: \(error.message)")
             }
         }
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
+        await cancelSuperseded(superseded, folder: rule.name)
+    }
+
+    /// The jobs of older versions of `file` (changed in place) that have not ended: each would
+    /// upload an older version to the same name, perhaps after the newer one.
+    private func olderUnfinishedJobs(of file: FolderWatcher.Settled, than newest: JobID, folder: String) -> [JobID] {
+        let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
+        return (store.state.folderLedgers[folder]?.jobs[key] ?? []).filter { id in
+            guard id < newest, let state = store.jobs[id]?.state else { return false }
+            return !state.isTerminal
+        }
+    }
+
+    /// Cancels the jobs of versions a newer version replaced: the newer one's upload is the one
+    /// the server must keep.
+    private func cancelSuperseded(_ ids: [JobID], folder: String) async {
+        guard !ids.isEmpty else { return }
+        do {
+            let outcome = try await performEach(.cancel, selection: JobSelection(ids: ids.sorted()))
+            let names = outcome.jobs.map { "job \($0.id)" }.joined(separator: ", ")
+            if !names.isEmpty { Log.info("[folder \(folder)] canceled \(names): a newer version of the file is taken") }
+        } catch {
+            Log.warning("[folder \(folder)] cannot cancel the jobs of older versions \(ids): \(error.message)")
+        }
     }
 }
 

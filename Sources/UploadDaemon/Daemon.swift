@@ -251,8 +251,11 @@ final class Daemon: Sendable {
         crashMarker.clear()  // its consequences are journaled now
         // After the queue runs (READY is sent already): the first scan of a large folder holds
         // neither the start nor the control socket.
-        folderWatcher?.start(await scheduler.folderRules) { [scheduler] rule, files in
-            Task { await scheduler.takeFolderFiles(rule, files) }
+        folderWatcher?.start(await scheduler.folderRules) { [scheduler, folderWatcher] rule, files in
+            Task {
+                let retry = await scheduler.takeFolderFiles(rule, files)
+                folderWatcher?.retakeLater(rule.name, paths: retry)
+            }
         }
         Log.notice("uploadd \(UploaddVersion.string) ready (pid \(getpid()))")
         let watchdog = startWatchdog()

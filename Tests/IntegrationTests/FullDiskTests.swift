@@ -390,4 +390,37 @@ final class FullDiskTests {
         #expect(job.error?.code == "no_space", "\(String(describing: job.error))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "something was sent")
     }
+
+    /// A watched folder's file whose copy finds the cache full is not lost: the add fails, says
+    /// it is tried again, and once there is space the file is taken and uploaded, by itself.
+    @Test func aWatchedFileRefusedForAFullCacheIsTakenOnceThereIsSpace() throws {
+        let inbox = try TestPaths.scratch("full-disk-inbox").path
+        let run = "full-watch-\(UUID().uuidString.prefix(8))"
+        let config = """
+            [folder inbox]
+            path = \(inbox)
+            to = \(servers.nginxURL)/dav/\(run)/
+            protocol = put
+            snapshot = copy
+            settle = 200ms
+            """
+        let (daemon, _) = try daemon("full-watch", config: config, tmpfs: "72m", on: \.cacheDirectory)
+        let filler = daemon.cacheDirectory + "/filler"
+        // Fills it (the write then fails): copies keep 64 MiB free beside them.
+        try? Data(count: 80 << 20).write(to: URL(fileURLWithPath: filler))
+        let bytes = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try bytes.write(to: URL(fileURLWithPath: inbox + "/a.bin"))
+        let refused = eventually(timeout: 20) { daemon.log(tail: 50).contains("a.bin not taken") }
+        #expect(refused, "the full cache refused the copy: \(daemon.log(tail: 20))")
+        #expect(daemon.log(tail: 50).contains("tried again later"))
+        #expect(unlink(filler) == 0)
+        let uploaded = eventually(timeout: 60) {
+            (try? daemon.ctlJSON(JobList.self, ["list"]).jobs.contains { $0.state == .completed }) == true
+        }
+        #expect(uploaded, "taken once there was space: \(daemon.log(tail: 20))")
+        #expect(
+            FileManager.default.contents(atPath: "\(servers.nginxRoot)/dav/\(run)/a.bin") == bytes,
+            "whole on the server")
+        #expect(try daemon.ctlJSON(JobList.self, ["list"]).jobs.count == 1, "taken once")
+    }
 }

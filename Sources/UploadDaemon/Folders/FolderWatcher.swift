@@ -35,6 +35,7 @@ final class FolderWatcher: Sendable {
     private struct Inbox {
         var rules: [FolderRule]?
         var stop = false
+        var retakes: [(folder: String, paths: [String])] = []
     }
 
     private let inbox = Mutex(Inbox())
@@ -78,6 +79,15 @@ final class FolderWatcher: Sendable {
         wake()
     }
 
+    /// Files of `folder` whose add failed for a reason that may pass (a full disk, a read error):
+    /// looked at again later, at a growing interval (10 s, doubling up to an hour), as long as
+    /// they are there.
+    func retakeLater(_ folder: String, paths: [String]) {
+        guard !paths.isEmpty else { return }
+        inbox.withLock { $0.retakes.append((folder, paths)) }
+        wake()
+    }
+
     func stop() {
         inbox.withLock { $0.stop = true }
         wake()
@@ -102,13 +112,17 @@ final class FolderWatcher: Sendable {
 
     fileprivate var wakeDescriptor: Int32 { wakeRead }
 
-    /// What `apply` and `stop` left: the rules to use now (nil: unchanged), and whether to stop.
-    fileprivate func takeInbox() -> (rules: [FolderRule]?, stop: Bool) {
+    /// What `apply`, `retakeLater` and `stop` left: the rules to use now (nil: unchanged), the
+    /// files to look at again later, and whether to stop.
+    fileprivate func takeInbox() -> (rules: [FolderRule]?, retakes: [(folder: String, paths: [String])], stop: Bool) {
         var drained = [UInt8](repeating: 0, count: 64)
         while read(wakeRead, &drained, drained.count) > 0 {}
         return inbox.withLock { inbox in
-            defer { inbox.rules = nil }
-            return (inbox.rules, inbox.stop)
+            defer {
+                inbox.rules = nil
+                inbox.retakes = []
+            }
+            return (inbox.rules, inbox.retakes, inbox.stop)
         }
     }
 
@@ -137,6 +151,8 @@ private final class FolderWatchLoop {
     private var newFolders: [(rule: String, folder: String)] = []
     /// When rules that wait or fail are tried again.
     private var nextRetry: Int64 = .max
+    /// Files whose add failed, by how many times in a row: each waits twice as long as the last.
+    private var failedAdds: [SettleTracker.Key: Int] = [:]
 
     static let retryNanoseconds: Int64 = 5_000_000_000
     static let mask =
@@ -150,9 +166,10 @@ private final class FolderWatchLoop {
 
     func run() {
         while true {
-            let (newRules, stop) = watcher.takeInbox()
+            let (newRules, retakes, stop) = watcher.takeInbox()
             if stop { return }
             if let newRules { use(newRules) }
+            for (folder, paths) in retakes where rules[folder] != nil { retakeLater(folder, paths) }
             let now = MonotonicClock.nanoseconds()
             if now >= nextRetry {
                 nextRetry = .max
@@ -195,6 +212,17 @@ private final class FolderWatchLoop {
         _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
     }
 
+    private func retakeLater(_ folder: String, _ paths: [String]) {
+        let now = MonotonicClock.nanoseconds()
+        for path in paths {
+            let key = SettleTracker.Key(folder: folder, path: path)
+            let failures = failedAdds[key, default: 0] + 1
+            failedAdds[key] = failures
+            let seconds = min(Int64(10) << Int64(min(failures - 1, 9)), 3600)
+            tracker.arm(key, at: now, after: seconds * 1_000_000_000)
+        }
+    }
+
     // MARK: - Rules
 
     private func use(_ newRules: [FolderRule]) {
@@ -202,6 +230,7 @@ private final class FolderWatchLoop {
         for (name, old) in rules where byName[name] != old {
             unwatch(name)
             tracker.forget(folder: name)
+            failedAdds = failedAdds.filter { $0.key.folder != name }
             watcher.setState(nil, of: name)
         }
         for (name, rule) in byName where rules[name] != rule { toScan.insert(name) }
@@ -353,6 +382,7 @@ private final class FolderWatchLoop {
                 }
             } else if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) {
                 tracker.forget(key)
+                failedAdds[key] = nil
             }
         }
     }

@@ -14,12 +14,16 @@ extension Scheduler {
     /// identity the watcher checked: the job uploads that file or fails, never another one put in
     /// its place. Jobs carry the folder's name, which with their snapshot's identity is the
     /// folder's durable record of having taken that version of the file.
-    func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async {
-        guard !stopping, config.folders[rule.name] == rule, !pausedFolders.contains(rule.name) else { return }
+    ///
+    /// Returns the files whose add failed for a reason that may pass (a full disk, a read error),
+    /// for the watcher to look at again later.
+    @discardableResult
+    func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async -> [String] {
+        guard !stopping, config.folders[rule.name] == rule, !pausedFolders.contains(rule.name) else { return [] }
         let fresh = folderIntake.admit(files, folder: rule.name, ledger: store.state.folderLedgers[rule.name]) {
             store.jobs[$0]
         }
-        guard !fresh.isEmpty else { return }
+        guard !fresh.isEmpty else { return [] }
         let openBatch = folderIntake.openBatch(of: rule.name) { store.unfinishedInBatch[$0] != nil }
         let results = await add(
             fresh.map { rule.addParams(relativePath: $0.relativePath, identity: $0.identity) },
@@ -27,6 +31,7 @@ extension Scheduler {
         folderIntake.added(fresh, folder: rule.name)
         var taken = 0
         var superseded: [JobID] = []
+        var retry: [String] = []
         for (file, result) in zip(fresh, results) {
             switch result {
             case .success(let job):
@@ -34,11 +39,17 @@ extension Scheduler {
                 if let batch = job.batch { folderIntake.noteBatch(batch, of: rule.name) }
                 superseded += olderUnfinishedJobs(of: file, than: job.id, folder: rule.name)
             case .failure(let error):
-                Log.warning("[folder \(rule.name)] \(file.relativePath) not taken: \(error.message)")
+                let passing = [RPCError.noSpaceCode, RPCError.sourceErrorCode, RPCError.internalErrorCode]
+                    .contains(error.code)
+                Log.warning(
+                    "[folder \(rule.name)] \(file.relativePath) not taken: \(error.message)"
+                        + (passing ? "; tried again later" : ""))
+                if passing { retry.append(file.relativePath) }
             }
         }
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
         await cancelSuperseded(superseded, folder: rule.name)
+        return retry
     }
 
     /// The jobs of older versions of `file` (changed in place) that have not ended: each would

@@ -37,12 +37,15 @@ public struct FolderFile: Sendable, Equatable {
     public var size: Int64
     public var modifiedNanoseconds: Int64
     public var state: FolderFileState
-    /// The job that uploaded (or was to upload) this version.
+    /// The job that uploaded (or was to upload) this version; nil for a version left alone as
+    /// the same content as one taken before (`match = content`).
     public var job: JobID?
+    /// The SHA-256 of its content (lowercase hex), for a folder that tells versions by content.
+    public var sha256: String?
 
     public init(
         key: FolderFileKey, path: String, size: Int64, modifiedNanoseconds: Int64, state: FolderFileState,
-        job: JobID?
+        job: JobID?, sha256: String? = nil
     ) {
         self.key = key
         self.path = path
@@ -50,6 +53,7 @@ public struct FolderFile: Sendable, Equatable {
         self.modifiedNanoseconds = modifiedNanoseconds
         self.state = state
         self.job = job
+        self.sha256 = sha256
     }
 
     /// What a folder's job leaves in the ledger when it is removed (by `clear` or `remove`): its
@@ -88,6 +92,14 @@ public struct FolderLedger: Sendable, Equatable {
     public private(set) var files: [FolderFileKey: FolderFile] = [:]
     /// The folder's jobs in the queue, by the file each took (several when it changed in place).
     public private(set) var jobs: [FolderFileKey: [JobID]] = [:]
+    /// The content last taken at each path (by the newest job, whatever order the entries came
+    /// in, as compaction writes them by key), for a folder that tells versions by content.
+    public private(set) var contentByPath: [String: PathContent] = [:]
+
+    public struct PathContent: Sendable, Equatable {
+        public var sha256: String
+        public var job: JobID
+    }
 
     /// Entries in one compacted record: with paths of up to PATH_MAX (4,096 bytes), a record stays
     /// far below the journal's payload limit (16 MiB).
@@ -105,8 +117,19 @@ public struct FolderLedger: Sendable, Equatable {
                 continue  // an older version's job, removed after the newer one's
             } else {
                 files[file.key] = file
+                if let sha256 = file.sha256, let job = file.job,
+                    contentByPath[file.path].map({ $0.job <= job }) ?? true
+                {
+                    contentByPath[file.path] = PathContent(sha256: sha256, job: job)
+                }
             }
         }
+    }
+
+    /// Whether this content was taken as this file before, or as the file at its path (saved
+    /// again by write-then-rename): `match = content`.
+    public func hasTakenContent(_ sha256: String, key: FolderFileKey, path: String) -> Bool {
+        files[key]?.sha256 == sha256 || contentByPath[path]?.sha256 == sha256
     }
 
     mutating func noteJob(_ id: JobID, of key: FolderFileKey) {

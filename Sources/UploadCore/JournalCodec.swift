@@ -74,6 +74,7 @@ extension FolderLedgerRecord {
                 writer.write(file.modifiedNanoseconds)
                 writer.write(file.state.rawValue)
                 writer.write(file.job?.rawValue) { $0.write($1) }
+                if let sha256 = file.sha256 { writer.write(sha256) }  // added later: only when set
             }
         }
     }
@@ -88,6 +89,9 @@ extension FolderLedgerRecord {
                     modifiedNanoseconds: try reader.readInt64(), state: try reader.readEnum(FolderFileState.self),
                     job: try reader.readOptional { (reader) throws(BinaryDecodingError) in
                         JobID(try reader.readUInt64())
+                    },
+                    sha256: try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+                        try reader.readString()
                     }
                 )
             }

@@ -185,6 +185,41 @@ final class WatchedFolderTests {
         #expect(versions.last.map { !$0.state.isTerminal } == true, "the newer one waits for the server")
     }
 
+    /// `match = content`: a file touched, or saved again unchanged by write-then-rename, does not
+    /// go again, also after a restart; a changed content does.
+    @Test func aFolderMatchingContentUploadsAChangeOnly() throws {
+        try writeConfig(settle: "300ms", extra: "match = content")
+        try daemon.start()
+        try waitForWatching()
+        try write("a.txt", "same words\n")
+        try waitForUploads(["a.txt"])
+        Thread.sleep(forTimeInterval: 0.1)
+        let touched = open(inbox + "/a.txt", O_WRONLY)  // opened for writing and closed: IN_CLOSE_WRITE
+        #expect(futimens(touched, nil) == 0)  // touched: now
+        close(touched)
+        func leftAlone(_ times: Int) throws -> Bool {
+            try eventually(timeout: 10) {
+                daemon.log(tail: 50).components(separatedBy: "unchanged in content: left alone").count - 1 >= times
+            }
+        }
+        #expect(try leftAlone(1), "the touched file is seen and left alone: \(daemon.log(tail: 20))")
+        try write(".a.txt.tmp", "same words\n")
+        #expect(rename(inbox + "/.a.txt.tmp", inbox + "/a.txt") == 0)  // a new inode, the same words
+        #expect(try leftAlone(2), "the file saved again is seen and left alone: \(daemon.log(tail: 20))")
+        #expect(try jobs()["a.txt"]?.count == 1, "not uploaded again")
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        try waitForWatching(times: 2)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try jobs()["a.txt"]?.count == 1, "not taken again at the start-up scan")
+        try write("a.txt", "other words\n")
+        let again = try eventually(timeout: 20) {
+            (try jobs()["a.txt"] ?? []).filter { $0.state == .completed }.count == 2
+        }
+        #expect(again, "a change of content goes")
+        #expect(try String(contentsOfFile: received + "/a.txt", encoding: .utf8) == "other words\n")
+    }
+
     /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
     /// (files after it stay).
     @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {

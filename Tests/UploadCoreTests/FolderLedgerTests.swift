@@ -99,6 +99,37 @@ import UploadWire
 
     /// A file changed in place: one key, a job per version. Every version's job counts, whichever
     /// changed last, and of the entries the newest job's wins, whatever order they were removed in.
+    /// `match = content`: an entry's SHA-256 is a field added at its end, written only when set,
+    /// so that other entries are what they were; the content a path last took is its newest job's,
+    /// whatever order compaction writes the entries in.
+    @Test func contentIsKeptWithAVersionAndByPath() throws {
+        var plain = Self.file(1, "/w/a.txt", .done, job: 1)
+        let plainBytes = JournalFormat.encode([Self.record([plain])])
+        plain.sha256 = String(repeating: "a", count: 64)
+        let withContent = JournalFormat.encode([Self.record([plain])])
+        #expect(withContent.count > plainBytes.count)
+        #expect(try JournalFormat.decode(Fixtures.file([Self.record([plain])])).records == [Self.record([plain])])
+        plain.sha256 = nil
+        #expect(try JournalFormat.decode(Fixtures.file([Self.record([plain])])).records == [Self.record([plain])])
+
+        var saved = Self.file(9, "/w/a.txt", .done, job: 2)  // saved again by rename: a new inode, later
+        saved.sha256 = String(repeating: "b", count: 64)
+        var older = Self.file(1, "/w/a.txt", .done, job: 1)
+        older.sha256 = String(repeating: "a", count: 64)
+        var ledger = FolderLedger()
+        ledger.apply(FolderLedgerRecord(folder: "w", files: [saved, older]))  // by key, as compaction orders them
+        #expect(
+            ledger.hasTakenContent(
+                String(repeating: "b", count: 64), key: FolderFileKey(device: 1, inode: 20), path: "/w/a.txt"))
+        #expect(
+            !ledger.hasTakenContent(
+                String(repeating: "a", count: 64), key: FolderFileKey(device: 1, inode: 20), path: "/w/a.txt"),
+            "the older content, saved back, is a change")
+        #expect(
+            ledger.hasTakenContent(
+                String(repeating: "a", count: 64), key: FolderFileKey(device: 1, inode: 1), path: "/w/b.txt"))
+    }
+
     @Test func everyVersionOfAFileChangedInPlaceCounts() {
         func job(_ id: UInt64, size: Int64, _ state: JobState) -> Job {
             var job = Fixtures.job(id)

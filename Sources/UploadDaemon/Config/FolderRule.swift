@@ -23,6 +23,10 @@ struct FolderRule: Sendable, Equatable {
     var trustOthers = false
     /// What becomes of a file once its upload's end is durable.
     var after = FolderAfter.keep
+    /// Whether a new version of a file is told by its size and modification time (`metadata`)
+    /// or by its content's SHA-256 (`content`: a file touched, or saved again unchanged, does
+    /// not go again).
+    var matchContent = false
     /// How long a file must have been quiet (no write, no rename) before it is taken.
     var settle: Duration = .seconds(2)
     /// The options every job of the folder gets, as `add` would give them.
@@ -45,6 +49,7 @@ struct FolderRule: Sendable, Equatable {
         a.name == b.name && a.path == b.path && a.destination == b.destination && a.recursive == b.recursive
             && a.include == b.include && a.exclude == b.exclude && a.followSymlinks == b.followSymlinks
             && a.trustOthers == b.trustOthers && a.settle == b.settle && a.after == b.after
+            && a.matchContent == b.matchContent
             && a.uploadProtocol == b.uploadProtocol
             && a.headers == b.headers && a.fields == b.fields && a.fileField == b.fileField
             && a.chunkSize == b.chunkSize && a.image == b.image && a.snapshot == b.snapshot
@@ -53,7 +58,8 @@ struct FolderRule: Sendable, Equatable {
 
     /// Every key `[folder NAME]` reads.
     static let keys = [
-        "path", "to", "recursive", "include", "exclude", "follow", "trust_others", "settle", "after", "protocol",
+        "path", "to", "recursive", "include", "exclude", "follow", "trust_others", "settle", "after", "match",
+        "protocol",
         "header", "field", "file_field", "chunk_size", "image", "snapshot", "priority",
     ]
 
@@ -135,6 +141,12 @@ extension DaemonConfig {
                     continue
                 }
                 rule.settle = settle
+            case "match":
+                switch entry.value {
+                case "metadata": rule.matchContent = false
+                case "content": rule.matchContent = true
+                default: errors.append(fail("match must be metadata or content (it is \(entry.value))"))
+                }
             case "after":
                 switch entry.value {
                 case "keep": rule.after = .keep

@@ -20,9 +20,11 @@ extension Scheduler {
     @discardableResult
     func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async -> [String] {
         guard !stopping, config.folders[rule.name] == rule, !pausedFolders.contains(rule.name) else { return [] }
-        let fresh = folderIntake.admit(files, folder: rule.name, ledger: store.state.folderLedgers[rule.name]) {
+        var fresh = folderIntake.admit(files, folder: rule.name, ledger: store.state.folderLedgers[rule.name]) {
             store.jobs[$0]
         }
+        var contents: [FolderFileKey: String] = [:]
+        if rule.matchContent, !fresh.isEmpty { (fresh, contents) = await leaveSameContent(fresh, rule) }
         guard !fresh.isEmpty else { return [] }
         let openBatch = folderIntake.openBatch(of: rule.name) { store.unfinishedInBatch[$0] != nil }
         let results = await add(
@@ -36,6 +38,9 @@ extension Scheduler {
             switch result {
             case .success(let job):
                 taken += 1
+                if let sha256 = contents[FolderFileKey(device: file.identity.device, inode: file.identity.inode)] {
+                    noteContent(sha256, of: file, job: job.id, folder: rule.name)
+                }
                 if let batch = job.batch { folderIntake.noteBatch(batch, of: rule.name) }
                 superseded += olderUnfinishedJobs(of: file, than: job.id, folder: rule.name)
             case .failure(let error):
@@ -50,6 +55,64 @@ extension Scheduler {
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
         await cancelSuperseded(superseded, folder: rule.name)
         return retry
+    }
+
+    /// `match = content`: of the files whose size or modification time is new, those whose content
+    /// was taken before (a file touched, or saved again unchanged) are left alone, each with an
+    /// entry that says so, so that it is not read again; the others go, with their contents.
+    private func leaveSameContent(_ files: [FolderWatcher.Settled], _ rule: FolderRule) async -> (
+        [FolderWatcher.Settled], [FolderFileKey: String]
+    ) {
+        let hashes =
+            (try? await Blocking.run {
+                files.map { FolderContent.sha256(of: rule.path + "/" + $0.relativePath, rule: rule, expecting: $0) }
+            }) ?? []
+        var fresh: [FolderWatcher.Settled] = []
+        var contents: [FolderFileKey: String] = [:]
+        var same: [FolderWatcher.Settled] = []
+        var entries: [FolderFile] = []
+        let ledger = store.state.folderLedgers[rule.name]
+        for (file, sha256) in zip(files, hashes) {
+            let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
+            let path = rule.path + "/" + file.relativePath
+            guard let sha256 else {
+                fresh.append(file)  // unreadable: its add says why
+                continue
+            }
+            if ledger?.hasTakenContent(sha256, key: key, path: path) == true {
+                same.append(file)
+                entries.append(
+                    FolderFile(
+                        key: key, path: path, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds,
+                        state: .done, job: nil, sha256: sha256))
+            } else {
+                fresh.append(file)
+                contents[key] = sha256
+            }
+        }
+        folderIntake.added(same, folder: rule.name)
+        if !entries.isEmpty {
+            let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: rule.name, files: entries))
+            store.apply(record)
+            store.saveSoon([record])
+            Log.info(
+                "[folder \(rule.name)] \(entries.count) file\(entries.count == 1 ? "" : "s") unchanged in content: left alone"
+            )
+        }
+        return (fresh, contents)
+    }
+
+    /// The content a job took, in the folder's ledger: a later version of the file (or a file
+    /// saved at its path) with the same content is left alone.
+    private func noteContent(_ sha256: String, of file: FolderWatcher.Settled, job: JobID, folder: String) {
+        guard let rule = config.folders[folder] else { return }
+        let entry = FolderFile(
+            key: FolderFileKey(device: file.identity.device, inode: file.identity.inode),
+            path: rule.path + "/" + file.relativePath, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds,
+            state: .taken, job: job, sha256: sha256)
+        let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: folder, files: [entry]))
+        store.apply(record)
+        store.saveSoon([record])
     }
 
     /// The jobs of older versions of `file` (changed in place) that have not ended: each would
@@ -103,8 +166,9 @@ extension Scheduler {
                 }
             }
         }
-        // Versions whose jobs were removed since (cleared, most often).
-        for entry in ledger.files.values where entry.job.map({ store.jobs[$0] == nil }) ?? true {
+        // Versions whose jobs were removed since (cleared, most often); not those left alone as
+        // the same content (no job).
+        for entry in ledger.files.values where entry.job.map({ store.jobs[$0] == nil }) ?? false {
             switch entry.state {
             case .taken: queued += 1  // not written for a job still to run: counted for completeness
             case .uploaded, .done: uploaded += 1

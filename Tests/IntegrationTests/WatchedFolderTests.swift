@@ -220,6 +220,45 @@ final class WatchedFolderTests {
         #expect(try String(contentsOfFile: received + "/a.txt", encoding: .utf8) == "other words\n")
     }
 
+    /// A folder of 100,000 files is scanned at start by the watcher's own thread: the control
+    /// socket answers throughout, and uploadd said READY before the scan.
+    @Test func aFolderOf100000FilesIsScannedWithoutHoldingTheSocket() throws {
+        for day in 0..<100 {
+            let folder = inbox + "/day\(day)"
+            mkdir(folder, 0o755)
+            for index in 0..<1000 {
+                let fd = open(folder + "/f\(index).txt", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                #expect(fd >= 0)
+                close(fd)
+            }
+        }
+        try Self.config(inbox: inbox, to: "file://\(inbox)-out/", settle: "1s")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try daemon.start()
+        let scanStarted = Date()
+        var slowest = 0.0
+        var asks = 0
+        var failed = 0
+        let scanned = eventually(timeout: 600) {
+            let started = Date()
+            if (try? daemon.ctl(["status"]))?.status != 0 { failed += 1 }
+            slowest = max(slowest, Date().timeIntervalSince(started))
+            asks += 1
+            return daemon.log(tail: 100_000).contains("[folder inbox] watching \(inbox)")
+        }
+        #expect(failed == 0)
+        let scan = Date().timeIntervalSince(scanStarted)
+        #expect(scanned, "the scan ended: \(daemon.log(tail: 10))")
+        print("100,000 files: a scan of \(scan) s, \(asks) statuses during it, the slowest \(slowest) s")
+        // Held for the whole scan, one status would have waited for all of it. (The scheduler
+        // takes the files as they come, in chunks of 1,000: a status may wait for one chunk's
+        // adds, a second or two on a busy machine.)
+        #expect(asks >= 3 && slowest < max(5, scan / 2), "the control socket answered during the scan")
+        let taken = try daemon.statusJSON()["jobs"]
+        #expect(taken != nil)
+        #expect(daemon.stop() == 0)
+    }
+
     /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
     /// (files after it stay).
     @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {

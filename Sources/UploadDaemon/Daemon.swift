@@ -251,12 +251,17 @@ final class Daemon: Sendable {
         crashMarker.clear()  // its consequences are journaled now
         // After the queue runs (READY is sent already): the first scan of a large folder holds
         // neither the start nor the control socket.
-        folderWatcher?.start(await scheduler.folderRules) { [scheduler, folderWatcher] rule, files in
-            Task {
+        // One task takes the files, a chunk at a time in the order they settled: a task per chunk
+        // would queue a hundred on the scheduler at a large scan, and a status asked meanwhile
+        // would wait behind all of them (and their chunks could start separate batches).
+        let (settled, handOver) = AsyncStream.makeStream(of: (FolderRule, [FolderWatcher.Settled]).self)
+        let folderTakes = Task { [scheduler, folderWatcher] in
+            for await (rule, files) in settled {
                 let retry = await scheduler.takeFolderFiles(rule, files)
                 folderWatcher?.retakeLater(rule.name, paths: retry)
             }
         }
+        folderWatcher?.start(await scheduler.folderRules) { rule, files in handOver.yield((rule, files)) }
         Log.notice("uploadd \(UploaddVersion.string) ready (pid \(getpid()))")
         let watchdog = startWatchdog()
         for await signal in signals.stream {
@@ -277,6 +282,8 @@ final class Daemon: Sendable {
         networkMonitor?.stop()
         conditionsWatcher?.stop()
         folderWatcher?.stop()
+        handOver.finish()
+        folderTakes.cancel()
         await scheduler.shutdown()
         http.shutdown()
         journal.close()

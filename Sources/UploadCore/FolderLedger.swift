@@ -92,6 +92,9 @@ public struct FolderLedger: Sendable, Equatable {
     public private(set) var files: [FolderFileKey: FolderFile] = [:]
     /// The folder's jobs in the queue, by the file each took (several when it changed in place).
     public private(set) var jobs: [FolderFileKey: [JobID]] = [:]
+    /// The folder's jobs that have not ended, by their source path: the jobs of older versions of
+    /// a file, whether it changed in place or was saved anew under its name.
+    public private(set) var unfinishedByPath: [String: [JobID]] = [:]
     /// The content last taken at each path (by the newest job, whatever order the entries came
     /// in, as compaction writes them by key), for a folder that tells versions by content.
     public private(set) var contentByPath: [String: PathContent] = [:]
@@ -99,6 +102,8 @@ public struct FolderLedger: Sendable, Equatable {
     public struct PathContent: Sendable, Equatable {
         public var sha256: String
         public var job: JobID
+        /// What became of it, as its entry says (`taken` while its job is in the queue).
+        public var state: FolderFileState
     }
 
     /// Entries in one compacted record: with paths of up to PATH_MAX (4,096 bytes), a record stays
@@ -120,25 +125,33 @@ public struct FolderLedger: Sendable, Equatable {
                 if let sha256 = file.sha256, let job = file.job,
                     contentByPath[file.path].map({ $0.job <= job }) ?? true
                 {
-                    contentByPath[file.path] = PathContent(sha256: sha256, job: job)
+                    contentByPath[file.path] = PathContent(sha256: sha256, job: job, state: file.state)
                 }
             }
         }
     }
 
-    /// Whether this content was taken as this file before, or as the file at its path (saved
-    /// again by write-then-rename): `match = content`.
-    public func hasTakenContent(_ sha256: String, key: FolderFileKey, path: String) -> Bool {
-        files[key]?.sha256 == sha256 || contentByPath[path]?.sha256 == sha256
+    /// The takes of this content as this file before, or as the file at its path (saved again by
+    /// write-then-rename), with their jobs and what their entries say: `match = content`.
+    public func takes(ofContent sha256: String, key: FolderFileKey, path: String) -> [(
+        job: JobID, state: FolderFileState
+    )] {
+        var found: [(job: JobID, state: FolderFileState)] = []
+        if let entry = files[key], entry.sha256 == sha256, let job = entry.job { found.append((job, entry.state)) }
+        if let content = contentByPath[path], content.sha256 == sha256 { found.append((content.job, content.state)) }
+        return found
     }
 
-    mutating func noteJob(_ id: JobID, of key: FolderFileKey) {
+    mutating func noteJob(_ id: JobID, of key: FolderFileKey, unfinishedAt path: String?) {
         if jobs[key]?.contains(id) != true { jobs[key, default: []].append(id) }
+        if let path, unfinishedByPath[path]?.contains(id) != true { unfinishedByPath[path, default: []].append(id) }
     }
 
-    mutating func forgetJob(_ id: JobID, of key: FolderFileKey) {
+    mutating func forgetJob(_ id: JobID, of key: FolderFileKey, path: String) {
         jobs[key]?.removeAll { $0 == id }
         if jobs[key]?.isEmpty == true { jobs[key] = nil }
+        unfinishedByPath[path]?.removeAll { $0 == id }
+        if unfinishedByPath[path]?.isEmpty == true { unfinishedByPath[path] = nil }
     }
 
     /// Whether this version of the file was taken: an entry of it, or a job of it in the queue

@@ -70,6 +70,13 @@ public struct JobSpec: Decodable, Sendable, Equatable {
         @inlinable get { options.box?.value.folder }
         set { options.value.folder = newValue }
     }
+    /// What the folder's rule said, when the file was taken, to do with it once uploaded:
+    /// `delete` or `move:DIR`; nil to keep it. Fixed at the take: a rule changed later does not
+    /// act on files taken before.
+    public var folderAfter: String? {
+        @inlinable get { options.box?.value.folderAfter }
+        set { options.value.folderAfter = newValue }
+    }
 
     public init(
         source: String, destination: String, uploadProtocol: UploadProtocol = .auto, headers: [KeyValue] = [],
@@ -128,6 +135,7 @@ public struct AddOptions: OutOfLineValue {
     @usableFromInline var batch: JobID?
     @usableFromInline var fileField: String?
     @usableFromInline var folder: String?
+    @usableFromInline var folderAfter: String?
 
     public init() {}
 

@@ -239,7 +239,9 @@ extension JobSpec {
         // Added the same way, for a watched folder's jobs. A daemon that predates it uploads the
         // job as any other; when it rewrites the job, the folder is lost, and a later daemon takes
         // the file again if its ledger has no entry for it.
-        if let folder { writer.write(folder as String?) { $0.write($1) } }
+        if folder != nil || folderAfter != nil { writer.write(folder as String?) { $0.write($1) } }
+        // And `after` of its rule, when it is not `keep`. A daemon that predates it keeps the file.
+        if let folderAfter { writer.write(folderAfter as String?) { $0.write($1) } }
     }
 
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
@@ -279,6 +281,9 @@ extension JobSpec {
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         }
         options.folder = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
+            try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
+        }
+        options.folderAfter = try reader.readIfPresent(nil) { (reader) throws(BinaryDecodingError) in
             try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
         }
         // No released daemon accepted an image SPEC; were one ever set, it is the image step.

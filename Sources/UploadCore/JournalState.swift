@@ -107,9 +107,10 @@ public struct JournalState: Sendable {
         if let folder = job.spec.folder, let snapshot = job.snapshot {
             let key = FolderFileKey(device: snapshot.device, inode: snapshot.inode)
             if change > 0 {
-                folderLedgers[folder, default: FolderLedger()].noteJob(job.id, of: key)
+                folderLedgers[folder, default: FolderLedger()].noteJob(
+                    job.id, of: key, unfinishedAt: job.state.isTerminal ? nil : job.spec.source)
             } else {
-                folderLedgers[folder]?.forgetJob(job.id, of: key)
+                folderLedgers[folder]?.forgetJob(job.id, of: key, path: job.spec.source)
             }
         }
         guard let batch = job.spec.batch, !job.state.isTerminal else { return }

@@ -242,6 +242,9 @@ final class Daemon: Sendable {
     }
 
     /// Runs until SIGTERM or SIGINT; SIGHUP reloads the config.
+    /// Chunks of a watched folder's files being added at once.
+    static let folderTakesAtOnce = 4
+
     func serveUntilStopped() async {
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
         // The journal is replayed and the socket listens: ready, then let the queue run.
@@ -251,14 +254,26 @@ final class Daemon: Sendable {
         crashMarker.clear()  // its consequences are journaled now
         // After the queue runs (READY is sent already): the first scan of a large folder holds
         // neither the start nor the control socket.
-        // One task takes the files, a chunk at a time in the order they settled: a task per chunk
-        // would queue a hundred on the scheduler at a large scan, and a status asked meanwhile
-        // would wait behind all of them (and their chunks could start separate batches).
+        // The files are taken a chunk at a time in the order they settled, at most
+        // `folderTakesAtOnce` chunks at once: a task per chunk would queue a hundred on the
+        // scheduler at a large scan, and a status asked meanwhile would wait behind all of them;
+        // one at a time, a large file's add (which may wait for its copy until its upload ends)
+        // would hold up every other file.
         let (settled, handOver) = AsyncStream.makeStream(of: (FolderRule, [FolderWatcher.Settled]).self)
         let folderTakes = Task { [scheduler, folderWatcher] in
-            for await (rule, files) in settled {
-                let retry = await scheduler.takeFolderFiles(rule, files)
-                folderWatcher?.retakeLater(rule.name, paths: retry)
+            await withTaskGroup(of: Void.self) { group in
+                var running = 0
+                for await (rule, files) in settled {
+                    if running == Self.folderTakesAtOnce {
+                        await group.next()
+                        running -= 1
+                    }
+                    running += 1
+                    group.addTask {
+                        let retry = await scheduler.takeFolderFiles(rule, files)
+                        folderWatcher?.retakeLater(rule.name, paths: retry)
+                    }
+                }
             }
         }
         folderWatcher?.start(await scheduler.folderRules) { rule, files in handOver.yield((rule, files)) }

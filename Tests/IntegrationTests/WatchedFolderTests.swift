@@ -183,6 +183,14 @@ final class WatchedFolderTests {
         }
         #expect(replaced, "the older version's job is canceled: \(versions.map { ($0.id, $0.state) })")
         #expect(versions.last.map { !$0.state.isTerminal } == true, "the newer one waits for the server")
+        // Saved anew by write-then-rename (another inode, the same name): the same.
+        try write(".a.txt.tmp", "third, longer still\n")
+        #expect(rename(inbox + "/.a.txt.tmp", inbox + "/a.txt") == 0)
+        let renamed = try eventually(timeout: 20) {
+            versions = (try jobs()["a.txt"] ?? []).sorted { $0.id < $1.id }
+            return versions.count == 3 && versions[1].state == .canceled
+        }
+        #expect(renamed, "the version saved over is canceled too: \(versions.map { ($0.id, $0.state) })")
     }
 
     /// `match = content`: a file touched, or saved again unchanged by write-then-rename, does not
@@ -388,6 +396,26 @@ final class WatchedFolderTests {
         let status = try daemon.statusJSON()
         #expect(status["journal_damage"] == nil, "a clean restart finds no damage")
         #expect(try jobs().mapValues(\.count) == uploads.mapValues(\.count), "nothing taken again after the deletes")
+    }
+
+    /// `after` is the rule's when the file was taken: a rule changed from `keep` to `delete`
+    /// deletes the files taken after the change, never those taken before.
+    @Test func aRuleChangedToDeleteLeavesTheFilesTakenBefore() throws {
+        try writeConfig(settle: "300ms")
+        try daemon.start()
+        try waitForWatching()
+        try write("kept.txt", "kept\n")
+        try waitForUploads(["kept.txt"])
+        try writeConfig(settle: "300ms", extra: "after = delete")
+        #expect(try daemon.ctl(["reload"]).status == 0)
+        try waitForWatching(times: 2)
+        try write("deleted.txt", "deleted\n")
+        try waitForUploads(["deleted.txt"])
+        #expect(try eventually(timeout: 10) { access(inbox + "/deleted.txt", F_OK) != 0 }, "deleted once uploaded")
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        Thread.sleep(forTimeInterval: 1)
+        #expect(access(inbox + "/kept.txt", F_OK) == 0, "taken under keep: kept, also after a restart")
     }
 
     /// `after = move:DIR` moves each file once uploaded; a file changed after its upload is left

@@ -118,16 +118,15 @@ import UploadWire
         older.sha256 = String(repeating: "a", count: 64)
         var ledger = FolderLedger()
         ledger.apply(FolderLedgerRecord(folder: "w", files: [saved, older]))  // by key, as compaction orders them
-        #expect(
-            ledger.hasTakenContent(
-                String(repeating: "b", count: 64), key: FolderFileKey(device: 1, inode: 20), path: "/w/a.txt"))
-        #expect(
-            !ledger.hasTakenContent(
-                String(repeating: "a", count: 64), key: FolderFileKey(device: 1, inode: 20), path: "/w/a.txt"),
-            "the older content, saved back, is a change")
-        #expect(
-            ledger.hasTakenContent(
-                String(repeating: "a", count: 64), key: FolderFileKey(device: 1, inode: 1), path: "/w/b.txt"))
+        func takes(_ content: Character, inode: UInt64, _ path: String) -> [UInt64] {
+            ledger.takes(
+                ofContent: String(repeating: content, count: 64), key: FolderFileKey(device: 1, inode: inode),
+                path: path
+            ).map(\.job.rawValue)
+        }
+        #expect(takes("b", inode: 20, "/w/a.txt") == [2], "the content the path last took")
+        #expect(takes("a", inode: 20, "/w/a.txt").isEmpty, "the older content, saved back, is a change")
+        #expect(takes("a", inode: 1, "/w/b.txt") == [1], "the content this file had")
     }
 
     @Test func everyVersionOfAFileChangedInPlaceCounts() {

@@ -53,6 +53,29 @@ struct FolderAfterUploadTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
     }
 
+    @Test func aDeleteCutOffAfterItsRenameIsFinishedEvenWithANewFileAtTheName() throws {
+        let shot = try write("shot.png", "pixels")
+        #expect(rename(shot.path, folder + "/" + FolderAfterUpload.asidePrefix + "shot.png") == 0)
+        _ = try write("shot.png", "a new photo, saved since")
+        #expect(FolderAfterUpload.perform(.delete, on: shot) == .deleted)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["shot.png"])
+        #expect(try String(contentsOfFile: shot.path, encoding: .utf8) == "a new photo, saved since")
+    }
+
+    @Test func aSymlinkIsLeftWhereItIs() throws {
+        let target = try write(".target.png", "pixels")
+        let link = folder + "/link.png"
+        #expect(symlink(".target.png", link) == 0)
+        var version = target
+        version.path = link
+        #expect(FolderAfterUpload.perform(.delete, on: version) == .symlink)
+        #expect(FolderAfterUpload.perform(.move(root.path + "/done"), on: version) == .symlink)
+        #expect(exists(link) && exists(target.path))
+        #expect(FolderAfter(journalText: FolderAfter.move("/d").journalText) == .move("/d"))
+        #expect(FolderAfter(journalText: "delete") == .delete && FolderAfter(journalText: nil) == nil)
+        #expect(FolderAfter(journalText: "shred") == nil, "one this daemon does not know: the file is kept")
+    }
+
     @Test func aMoveKeepsWhatIsThereAndNamesTheFileAnew() throws {
         let done = root.path + "/done/2026"  // made when missing
         let first = try write("a.jpg", "one")

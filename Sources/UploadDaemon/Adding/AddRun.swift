@@ -10,6 +10,8 @@ struct AddRun {
         var name: String
         /// The folder's open batch; nil: the add's first job starts one.
         var batch: JobID?
+        /// Its rule's `after` (`delete`, `move:DIR`), kept with each job; nil for `keep`.
+        var after: String? = nil
     }
 
     let batch: [AddParams]

@@ -278,4 +278,22 @@ enum FolderAfter: Sendable, Equatable {
     /// Into this folder (made when missing), under the file's name; another name when one is
     /// there already.
     case move(String)
+
+    /// As a job keeps it (`JobSpec.folderAfter`): nil for `keep`.
+    var journalText: String? {
+        switch self {
+        case .keep: nil
+        case .delete: "delete"
+        case .move(let folder): "move:" + folder
+        }
+    }
+
+    /// From a job's `folderAfter`; nil for none, or for one this daemon does not know.
+    init?(journalText: String?) {
+        switch journalText {
+        case "delete"?: self = .delete
+        case let text? where text.hasPrefix("move:/"): self = .move(String(text.dropFirst(5)))
+        default: return nil
+        }
+    }
 }

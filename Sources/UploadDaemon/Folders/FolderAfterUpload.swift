@@ -58,6 +58,9 @@ enum FolderAfterUpload {
         case gone
         /// Another version is there now: left alone (the folder takes it as a new version).
         case changed
+        /// A symlink (`follow = yes`): left where it is, link and target; a moved relative link
+        /// would lead elsewhere, and deleting the link would leave the file.
+        case symlink
         /// Could not be done (why); the file is where it was.
         case failed(String)
 
@@ -101,28 +104,25 @@ enum FolderAfterUpload {
         }
     }
 
-    /// What is at `name` in `folder`: whether it is `version` (through a symlink of the user's or
-    /// root's, as the folder followed it), or missing.
+    /// What is at `name` in `folder`: whether it is `version` (a regular file: never through a
+    /// symlink), a symlink, or missing.
     private static func look(_ name: String, in folder: OpenDirectory, _ version: Version) -> (
-        found: Bool, matches: Bool
+        found: Bool, matches: Bool, symlink: Bool
     ) {
         var info = stat()
-        guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return (false, false) }
-        if info.st_mode & S_IFMT == S_IFLNK {
-            guard info.st_uid == geteuid() || info.st_uid == 0 else { return (true, false) }
-            guard fstatat(folder.fd, name, &info, 0) == 0 else { return (true, false) }
-        }
-        return (true, version.matches(info))
+        guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return (false, false, false) }
+        return (true, version.matches(info), info.st_mode & S_IFMT == S_IFLNK)
     }
 
     private static func delete(_ name: String, in parent: OpenDirectory, _ version: Version) -> Outcome {
         let aside = asidePrefix + name
-        let here = look(name, in: parent, version)
-        if !here.found {
-            // Renamed aside by a try that a crash cut off: finish it.
-            guard look(aside, in: parent, version).matches else { return .gone }
+        // Renamed aside by a try that a crash cut off: finish it, whatever is at the name now.
+        if look(aside, in: parent, version).matches {
             return unlinkat(parent.fd, aside, 0) == 0 ? .deleted : .failed(error("delete", aside))
         }
+        let here = look(name, in: parent, version)
+        guard here.found else { return .gone }
+        if here.symlink { return .symlink }
         guard here.matches else { return .changed }
         guard renameat(parent.fd, name, parent.fd, aside) == 0 else { return .failed(error("rename", name)) }
         guard look(aside, in: parent, version).matches else {
@@ -138,6 +138,7 @@ enum FolderAfterUpload {
     {
         let here = look(name, in: parent, version)
         guard here.found else { return .gone }
+        if here.symlink { return .symlink }
         guard here.matches else { return .changed }
         for candidate in candidates(for: name) {
             guard CShims_rename_noreplace(parent.fd, name, target.fd, candidate) == 0 else {

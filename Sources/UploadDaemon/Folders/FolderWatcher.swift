@@ -379,6 +379,7 @@ private final class FolderWatchLoop {
             if event.has(IN_CLOSE_WRITE) || event.has(IN_MOVED_TO) {
                 if rule.takes(name: event.name, relativePath: relativePath) {
                     tracker.arm(key, at: now, after: rule.settleNanoseconds)
+                    failedAdds[key] = nil  // written again: its add starts over
                 }
             } else if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) {
                 tracker.forget(key)

@@ -88,6 +88,7 @@ extension Scheduler {
                         run.folder = folder
                     }
                     spec.folder = folder.name
+                    spec.folderAfter = folder.after
                     spec.batch = folder.batch
                 }
                 options.share(&spec)

@@ -210,6 +210,9 @@ extension Scheduler {
             throw RPCError(code: RPCError.invalidTransitionCode, message: "job \(job.id): delete failed: \(message)")
         }
         do {
+            // Deleted from the server: a watched folder's `after = delete` must not delete the
+            // file too (its entry is `done`, not `uploaded`, owing nothing).
+            store.folderActionsOwed.remove(job.id)
             let forgotten = applyInMemory([.deleteCachedFile, .forget], for: job)
             try await announceOnceSaved([job], store.saveDurably([forgotten]))
             dependencies.snapshots.discardFiles(of: job)

@@ -15,7 +15,7 @@ extension Scheduler {
     /// its place. Jobs carry the folder's name, which with their snapshot's identity is the
     /// folder's durable record of having taken that version of the file.
     ///
-    /// Returns the files whose add failed for a reason that may pass (a full disk, a read error),
+    /// Returns the files whose add failed for a reason that may pass (a full disk, an internal error),
     /// for the watcher to look at again later.
     @discardableResult
     func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async -> [String] {
@@ -29,7 +29,7 @@ extension Scheduler {
         let openBatch = folderIntake.openBatch(of: rule.name) { store.unfinishedInBatch[$0] != nil }
         let results = await add(
             fresh.map { rule.addParams(relativePath: $0.relativePath, identity: $0.identity) },
-            origin: AddRun.FolderOrigin(name: rule.name, batch: openBatch))
+            origin: AddRun.FolderOrigin(name: rule.name, batch: openBatch, after: rule.after.journalText))
         folderIntake.added(fresh, folder: rule.name)
         var taken = 0
         var superseded: [JobID] = []
@@ -42,10 +42,12 @@ extension Scheduler {
                     noteContent(sha256, of: file, job: job.id, folder: rule.name)
                 }
                 if let batch = job.batch { folderIntake.noteBatch(batch, of: rule.name) }
-                superseded += olderUnfinishedJobs(of: file, than: job.id, folder: rule.name)
+                superseded += olderUnfinishedJobs(
+                    at: rule.path + "/" + file.relativePath, than: job.id, folder: rule.name)
             case .failure(let error):
-                let passing = [RPCError.noSpaceCode, RPCError.sourceErrorCode, RPCError.internalErrorCode]
-                    .contains(error.code)
+                // A full disk passes; a file that cannot be read (permissions, not a regular
+                // file) waits for a change of its own.
+                let passing = [RPCError.noSpaceCode, RPCError.internalErrorCode].contains(error.code)
                 Log.warning(
                     "[folder \(rule.name)] \(file.relativePath) not taken: \(error.message)"
                         + (passing ? "; tried again later" : ""))
@@ -54,6 +56,11 @@ extension Scheduler {
         }
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
         await cancelSuperseded(superseded, folder: rule.name)
+        // Paused while these were being added: their jobs are paused too.
+        if pausedFolders.contains(rule.name) {
+            let added = results.compactMap { try? $0.get().id }
+            if !added.isEmpty { _ = try? await performEach(.pause, selection: JobSelection(ids: added)) }
+        }
         return retry
     }
 
@@ -79,7 +86,7 @@ extension Scheduler {
                 fresh.append(file)  // unreadable: its add says why
                 continue
             }
-            if ledger?.hasTakenContent(sha256, key: key, path: path) == true {
+            if hasUploadedOrWillUpload(ledger?.takes(ofContent: sha256, key: key, path: path) ?? []) {
                 same.append(file)
                 entries.append(
                     FolderFile(
@@ -102,10 +109,21 @@ extension Scheduler {
         return (fresh, contents)
     }
 
+    /// Whether one of these takes of a content uploaded it, or will: its job completed, or has
+    /// not ended and holds a copy of it; once its job is gone, its entry says it was uploaded.
+    /// A take that failed, was canceled, or uploads from the file itself (which changed since)
+    /// does not count: the file goes again.
+    private func hasUploadedOrWillUpload(_ takes: [(job: JobID, state: FolderFileState)]) -> Bool {
+        takes.contains { take in
+            guard let job = store.jobs[take.job] else { return take.state == .done || take.state == .uploaded }
+            return job.state == .completed || (!job.state.isTerminal && job.snapshot?.isCached == true)
+        }
+    }
+
     /// The content a job took, in the folder's ledger: a later version of the file (or a file
     /// saved at its path) with the same content is left alone.
     private func noteContent(_ sha256: String, of file: FolderWatcher.Settled, job: JobID, folder: String) {
-        guard let rule = config.folders[folder] else { return }
+        guard let rule = config.folders[folder], store.jobs[job] != nil else { return }
         let entry = FolderFile(
             key: FolderFileKey(device: file.identity.device, inode: file.identity.inode),
             path: rule.path + "/" + file.relativePath, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds,
@@ -115,11 +133,12 @@ extension Scheduler {
         store.saveSoon([record])
     }
 
-    /// The jobs of older versions of `file` (changed in place) that have not ended: each would
-    /// upload an older version to the same name, perhaps after the newer one.
-    private func olderUnfinishedJobs(of file: FolderWatcher.Settled, than newest: JobID, folder: String) -> [JobID] {
-        let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
-        return (store.state.folderLedgers[folder]?.jobs[key] ?? []).filter { id in
+    /// The jobs of older versions of the file at `path` (changed in place, or saved anew under
+    /// its name) that have not ended: each would upload an older version to the same name,
+    /// perhaps after the newer one. By path, not by inode: a new file may get an inode a file
+    /// that left the folder had.
+    private func olderUnfinishedJobs(at path: String, than newest: JobID, folder: String) -> [JobID] {
+        (store.state.folderLedgers[folder]?.unfinishedByPath[path] ?? []).filter { id in
             guard id < newest, let state = store.jobs[id]?.state else { return false }
             return !state.isTerminal
         }

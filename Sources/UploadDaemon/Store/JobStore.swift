@@ -59,8 +59,9 @@ struct JobStore {
         if case .removed(let id) = record, let job = state.jobs[id], var file = FolderFile(leftBy: job) {
             // Uploaded, and its folder's `after` (delete or move) not done yet: still owed.
             if file.state == .done, folderActionsOwed.contains(id) { file.state = .uploaded }
-            // The content its take recorded (`match = content`) stays with the version.
-            if let taken = state.folderLedgers[job.spec.folder!]?.files[file.key], taken.job == id {
+            // The content its take recorded (`match = content`) stays with the version (an entry
+            // with no job was the same content, left alone).
+            if let taken = state.folderLedgers[job.spec.folder!]?.files[file.key], taken.job == id || taken.job == nil {
                 file.sha256 = taken.sha256
             }
             removedFolderFiles[id] = FolderLedgerRecord(folder: job.spec.folder!, files: [file])

@@ -267,6 +267,29 @@ final class WatchedFolderTests {
         #expect(daemon.stop() == 0)
     }
 
+    /// `folders pause` pauses the folder's unfinished jobs, and `folders resume` resumes those
+    /// (across a restart too), never a job the user paused by itself.
+    @Test func aFoldersResumeResumesTheJobsItsPausePaused() throws {
+        try Self.config(inbox: inbox, to: "http://127.0.0.1:9/down/", settle: "300ms")  // nothing listens on 9
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try daemon.start()
+        try waitForWatching()
+        try write("mine.txt", "paused by me\n")
+        try write("folder.txt", "paused with the folder\n")
+        let both = try eventually(timeout: 20) { try jobs().count == 2 }
+        #expect(both)
+        let mine = try #require(try jobs()["mine.txt"]?.first?.id)
+        let folders = try #require(try jobs()["folder.txt"]?.first?.id)
+        #expect(try daemon.ctl(["pause", "\(mine)"]).status == 0)
+        #expect(try daemon.ctl(["folders", "pause", "inbox"]).status == 0)
+        #expect(try daemon.job(folders).state == .paused)
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        #expect(try daemon.ctl(["folders", "resume", "inbox"]).status == 0)
+        #expect(try daemon.job(folders).state != .paused, "the job the folder's pause paused is resumed")
+        #expect(try daemon.job(mine).state == .paused, "the job paused by itself stays paused")
+    }
+
     /// `reload` adds a rule while files arrive (its folder is scanned, then watched) and removes it
     /// (files after it stay).
     @Test func reloadAddsAndRemovesAFolderWhileFilesArrive() throws {

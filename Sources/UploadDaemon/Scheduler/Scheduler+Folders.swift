@@ -7,7 +7,7 @@ extension Scheduler {
     /// The config's watched folders that are not paused, in the order of their sections: the
     /// ones to watch.
     var folderRules: [FolderRule] {
-        config.folders.values.filter { !pausedFolders.contains($0.name) }.sorted { $0.line < $1.line }
+        config.folders.values.filter { pausedFolders[$0.name] == nil }.sorted { $0.line < $1.line }
     }
 
     /// Adds the files of `rule` that settled and that the folder has not taken yet, with the
@@ -19,7 +19,7 @@ extension Scheduler {
     /// for the watcher to look at again later.
     @discardableResult
     func takeFolderFiles(_ rule: FolderRule, _ files: [FolderWatcher.Settled]) async -> [String] {
-        guard !stopping, config.folders[rule.name] == rule, !pausedFolders.contains(rule.name) else { return [] }
+        guard !stopping, config.folders[rule.name] == rule, pausedFolders[rule.name] == nil else { return [] }
         var fresh = folderIntake.admit(files, folder: rule.name, ledger: store.state.folderLedgers[rule.name]) {
             store.jobs[$0]
         }
@@ -57,9 +57,9 @@ extension Scheduler {
         if taken > 0 { Log.info("[folder \(rule.name)] took \(taken) file\(taken == 1 ? "" : "s")") }
         await cancelSuperseded(superseded, folder: rule.name)
         // Paused while these were being added: their jobs are paused too.
-        if pausedFolders.contains(rule.name) {
+        if pausedFolders[rule.name] != nil {
             let added = results.compactMap { try? $0.get().id }
-            if !added.isEmpty { _ = try? await performEach(.pause, selection: JobSelection(ids: added)) }
+            if !added.isEmpty { try? await pauseJobs(added, ofFolder: rule.name) }
         }
         return retry
     }
@@ -197,7 +197,7 @@ extension Scheduler {
         }
         let (stateName, reason): (FolderInfo.State, String?) =
             switch state {
-            case _ where pausedFolders.contains(rule.name): (.paused, nil)
+            case _ where pausedFolders[rule.name] != nil: (.paused, nil)
             case .watching?: (.watching, nil)
             case .waiting(let why)?: (.waiting, why)
             case .failing(let why)?: (.failing, why)
@@ -220,25 +220,56 @@ extension Scheduler {
                     + (known.isEmpty
                         ? "; add one to uploadd.conf" : "; its folders are \(known.joined(separator: ", "))"))
         }
-        var names = pausedFolders
-        if paused { names.insert(name) } else { names.remove(name) }
-        if names != pausedFolders {
-            try dependencies.pausedFoldersFile?.keep(names)
-            pausedFolders = names
-            Log.info("[folder \(name)] \(paused ? "paused" : "resumed")")
-        }
-        let ledger = store.state.folderLedgers[name] ?? FolderLedger()
-        let ids = ledger.jobs.values.joined().filter { id in
-            guard let state = store.jobs[id]?.state else { return false }
-            return paused ? state == .queued || state == .running : state == .paused
-        }.sorted()
-        if !ids.isEmpty {
-            let outcome = try await performEach(paused ? .pause : .resume, selection: JobSelection(ids: ids))
-            for failure in outcome.errors {
-                let job = failure.id.map { "job \($0)" } ?? "a job"
-                Log.warning("[folder \(name)] \(job) not \(paused ? "paused" : "resumed"): \(failure.message)")
+        if paused {
+            if pausedFolders[name] == nil {
+                var folders = pausedFolders
+                folders[name] = []
+                try dependencies.pausedFoldersFile?.keep(folders)
+                pausedFolders = folders
+                Log.info("[folder \(name)] paused")
+            }
+            let ledger = store.state.folderLedgers[name] ?? FolderLedger()
+            let ids = ledger.jobs.values.joined().filter { id in
+                store.jobs[id].map { $0.state == .queued || $0.state == .running } ?? false
+            }
+            try await pauseJobs(ids.sorted(), ofFolder: name)
+        } else if let pausedWithIt = pausedFolders[name] {
+            var folders = pausedFolders
+            folders[name] = nil
+            try dependencies.pausedFoldersFile?.keep(folders)
+            pausedFolders = folders
+            Log.info("[folder \(name)] resumed")
+            // The jobs its pause paused, and no other: one the user paused by itself stays paused.
+            let ids = pausedWithIt.filter { store.jobs[$0]?.state == .paused }.sorted()
+            if !ids.isEmpty {
+                report(try await performEach(.resume, selection: JobSelection(ids: ids)), "resumed", name)
             }
         }
         return rule
+    }
+
+    /// Pauses `ids`, jobs of the paused folder `name`, and remembers them as its pause's: its
+    /// resume resumes them.
+    private func pauseJobs(_ ids: [JobID], ofFolder name: String) async throws(RPCError) {
+        guard !ids.isEmpty else { return }
+        let outcome = try await performEach(.pause, selection: JobSelection(ids: ids))
+        report(outcome, "paused", name)
+        guard var paused = pausedFolders[name] else { return }  // resumed meanwhile
+        paused.formUnion(outcome.jobs.map(\.id))
+        var folders = pausedFolders
+        folders[name] = paused
+        do {
+            try dependencies.pausedFoldersFile?.keep(folders)
+        } catch {
+            Log.warning("[folder \(name)] \(error.message): its resume after a restart leaves these jobs paused")
+        }
+        pausedFolders = folders
+    }
+
+    private func report(_ outcome: (jobs: [JobInfo], errors: [JobFailure]), _ verb: String, _ name: String) {
+        for failure in outcome.errors {
+            let job = failure.id.map { "job \($0)" } ?? "a job"
+            Log.warning("[folder \(name)] \(job) not \(verb): \(failure.message)")
+        }
     }
 }

@@ -85,7 +85,7 @@ actor Scheduler {
     /// Files watched folders handed over that are being added, and each folder's batch.
     var folderIntake = FolderIntake()
     /// The watched folders paused with `folder.pause`, by name: kept across restarts.
-    var pausedFolders: Set<String> = []
+    var pausedFolders: [String: Set<JobID>] = [:]
     /// Batches that ended, announced once they stay ended (`Scheduler+Notifications`).
     var batchAnnouncements = BatchAnnouncements()
     var notificationsShown = 0
@@ -113,7 +113,7 @@ actor Scheduler {
         self.dependencies = dependencies
         self.config = config
         bandwidthLimit = dependencies.bandwidthLimitFile?.load()
-        pausedFolders = dependencies.pausedFoldersFile?.load() ?? []
+        pausedFolders = dependencies.pausedFoldersFile?.load() ?? [:]
         dependencies.applyBandwidthLimit(bandwidthLimit)
         var store = replayed
         let now = dependencies.now()

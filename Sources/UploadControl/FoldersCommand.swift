@@ -14,7 +14,7 @@ struct FoldersCommand: ControlCommand {
         uploaded and failed (not taken again until they change), and its last upload.
 
         pause NAME    take nothing more from the folder, and pause its unfinished jobs
-        resume NAME   resume its paused jobs, and take what came into the folder meanwhile
+        resume NAME   resume the jobs the pause paused, and take what came meanwhile
 
         A pause holds across restarts until resumed. With --json, prints {"folders": [...]}, or
         the folder paused or resumed.

@@ -884,7 +884,8 @@ class Client:
         return self.call("folder.pause", {"name": name})
 
     def resume_folder(self, name: str) -> dict:
-        """``folder.resume``: resumes the folder's paused jobs, and takes what came meanwhile."""
+        """``folder.resume``: resumes the jobs the folder's pause paused, and takes what came
+        meanwhile."""
         return self.call("folder.resume", {"name": name})
 
     # -- adding -------------------------------------------------------------------------------

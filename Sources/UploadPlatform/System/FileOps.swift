@@ -98,9 +98,7 @@ package enum FileOps {
         }
         var names: [String] = []
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = FolderNames.name(of: entry)
             if name != "." && name != ".." { names.append(name) }
         }
         closedir(stream)

@@ -44,9 +44,7 @@ enum LeftoverCopies {
         }
         defer { closedir(stream) }
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = FolderNames.name(of: entry)
             guard isTemporaryName(name), let info = try? directory.entryStatus(name),
                 info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid(), info.st_mtim.tv_sec < started
             else { continue }

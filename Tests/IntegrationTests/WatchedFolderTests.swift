@@ -42,6 +42,12 @@ final class WatchedFolderTests {
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
     }
 
+    /// A config whose folder sends to a port nothing listens on: its jobs wait, retrying.
+    func writeConfigToADownServer(settle: String) throws {
+        try Self.config(inbox: inbox, to: "http://127.0.0.1:9/down/", settle: settle)
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+    }
+
     /// The jobs of the folder, by source path inside it.
     func jobs() throws -> [String: [JobInfo]] {
         Dictionary(
@@ -168,8 +174,7 @@ final class WatchedFolderTests {
     /// version is taken, and the older version's job canceled, so that it cannot land on the
     /// server after the newer one.
     @Test func aNewVersionCancelsTheOlderVersionsUnfinishedJob() throws {
-        try Self.config(inbox: inbox, to: "http://127.0.0.1:9/down/", settle: "500ms")  // nothing listens on 9
-            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try writeConfigToADownServer(settle: "500ms")
         try daemon.start()
         try waitForWatching()
         try write("a.txt", "first\n")
@@ -270,8 +275,7 @@ final class WatchedFolderTests {
     /// `folders pause` pauses the folder's unfinished jobs, and `folders resume` resumes those
     /// (across a restart too), never a job the user paused by itself.
     @Test func aFoldersResumeResumesTheJobsItsPausePaused() throws {
-        try Self.config(inbox: inbox, to: "http://127.0.0.1:9/down/", settle: "300ms")  // nothing listens on 9
-            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try writeConfigToADownServer(settle: "300ms")
         try daemon.start()
         try waitForWatching()
         try write("mine.txt", "paused by me\n")

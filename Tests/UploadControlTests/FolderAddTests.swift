@@ -101,7 +101,11 @@ import UploadWire
 
     /// Another user's symlink on the way to a path named, or at its end, is refused, whether the
     /// folder was opened for an earlier path or not.
-    @Test(.enabled(if: geteuid() == 0, "needs root to give a symlink to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can give a symlink to another user, the attacker here"
+        ))
     func anotherUsersSymlinkOnTheWayIsRefused() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("foreign-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: root) }

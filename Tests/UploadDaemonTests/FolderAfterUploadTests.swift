@@ -89,7 +89,11 @@ struct FolderAfterUploadTests {
         #expect(FolderAfterUpload.candidates(for: "notes")[2] == "notes (3)")
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give a symlink to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can give a symlink to another user, the attacker here"
+        ))
     func aMoveIntoAFolderBehindAnotherUsersSymlinkIsRefused() throws {
         let theirs = root.path + "/theirs"
         mkdir(theirs, 0o777)

@@ -130,6 +130,16 @@ struct WatchedFolderUnitTests {
         #expect(intake.admit([changed, b], folder: "f", ledger: ledger, job: { _ in nil }) == [changed, b])
     }
 
+    /// A walk of `top` by `rule` that takes every file it finds, as quiet.
+    static func scan(_ top: String, _ rule: FolderRule, watch: (String) -> Bool = { _ in true }) -> FolderScan {
+        var scan = FolderScan(rule: rule)
+        scan.walk(open(top, O_RDONLY | O_DIRECTORY), folder: "", watch: watch) { path, info in
+            FolderWatcher.Settled(
+                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
+        }
+        return scan
+    }
+
     @Test func theScanTakesTheRulesFilesAndWatchesItsFolders() throws {
         let root = try TemporaryDirectory()
         let top = root.path + "/watched"
@@ -143,32 +153,26 @@ struct WatchedFolderUnitTests {
         #expect(symlink(top + "/a.png", top + "/link.png") == 0)
         var rule = FolderRule(name: "w", path: top, destination: "file:///out/")
         rule.include = ["*.png"]
-        var scan = FolderScan(rule: rule)
         var watched: [String] = []
-        scan.walk(
-            open(top, O_RDONLY | O_DIRECTORY), folder: "",
-            watch: {
-                watched.append($0); return true
-            }
-        ) { path, info in
-            FolderWatcher.Settled(
-                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
+        let scan = Self.scan(top, rule) { folder in
+            watched.append(folder)
+            return true
         }
         #expect(scan.settled.map(\.relativePath) == ["a.png", "sub/c.png"])
         #expect(watched == ["", "sub"])
         #expect(scan.problems.count == 1 && scan.problems[0].hasPrefix("open: a folder others may write to"))
         rule.followSymlinks = true
         rule.trustOthers = true
-        var trusting = FolderScan(rule: rule)
-        trusting.walk(open(top, O_RDONLY | O_DIRECTORY), folder: "", watch: { _ in true }) { path, info in
-            FolderWatcher.Settled(
-                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
-        }
+        let trusting = Self.scan(top, rule)
         #expect(trusting.settled.map(\.relativePath) == ["a.png", "link.png", "open/e.png", "sub/c.png"])
         #expect(trusting.settled[0].identity == trusting.settled[1].identity, "a followed link is its file")
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to give a symlink to another user"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0,
+            "runs as root (as make test in CI does): only root can give a symlink to another user, the attacker here"
+        ))
     func anotherUsersSymlinkIsNeverFollowed() throws {
         let root = try TemporaryDirectory()
         let top = root.path + "/watched"
@@ -179,11 +183,7 @@ struct WatchedFolderUnitTests {
         var rule = FolderRule(name: "w", path: top, destination: "file:///out/")
         rule.followSymlinks = true
         rule.trustOthers = true
-        var scan = FolderScan(rule: rule)
-        scan.walk(open(top, O_RDONLY | O_DIRECTORY), folder: "", watch: { _ in true }) { path, info in
-            FolderWatcher.Settled(
-                relativePath: path, identity: SourceIdentity(info), size: Int64(info.st_size), modifiedNanoseconds: 0)
-        }
+        let scan = Self.scan(top, rule)
         #expect(scan.settled.isEmpty, "trust_others trusts others' files, never their symlinks")
         #expect(scan.problems.count == 1 && scan.problems[0].contains("a symlink of another user (uid 65534)"))
     }

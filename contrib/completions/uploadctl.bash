@@ -60,31 +60,17 @@ _uploadctl_batch_ids() {
     _uploadctl_ask list | _uploadctl_json_numbers batch
 }
 
-# Remote names, from `uploadctl --json remotes`: {"remotes":[{"name":...},...]}.
-_uploadctl_remote_names() {
+# The names of the configured remotes or watched folders (LIST: remotes or folders), from
+# `uploadctl --json LIST`: {"LIST":[{"name":...},...]}.
+_uploadctl_names() {
     local json
-    json=$(_uploadctl_ask remotes) || return
+    json=$(_uploadctl_ask "$1") || return
     if command -v python3 >/dev/null 2>&1; then
         printf '%s' "$json" | python3 -c '
 import json, sys
-for remote in json.load(sys.stdin).get("remotes", []):
-    print(remote.get("name", ""))
-' 2>/dev/null
-    else
-        printf '%s' "$json" | grep -o '[{,]"name":"[^"\\]*"' | sed 's/.*:"//; s/"$//'
-    fi
-}
-
-# Watched folders' names, from `uploadctl --json folders`: {"folders":[{"name":...},...]}.
-_uploadctl_folder_names() {
-    local json
-    json=$(_uploadctl_ask folders) || return
-    if command -v python3 >/dev/null 2>&1; then
-        printf '%s' "$json" | python3 -c '
-import json, sys
-for folder in json.load(sys.stdin).get("folders", []):
-    print(folder.get("name", ""))
-' 2>/dev/null
+for item in json.load(sys.stdin).get(sys.argv[1], []):
+    print(item.get("name", ""))
+' "$1" 2>/dev/null
     else
         printf '%s' "$json" | grep -o '[{,]"name":"[^"\\]*"' | sed 's/.*:"//; s/"$//'
     fi
@@ -172,12 +158,12 @@ _uploadctl() {
         # A remote as NAME: (the path is the user's to type), or the start of a URL.
         compopt -o nospace 2>/dev/null
         local remotes
-        remotes=$(_uploadctl_remote_names | sed 's/$/:/')
+        remotes=$(_uploadctl_names remotes | sed 's/$/:/')
         mapfile -t COMPREPLY < <(compgen -W "$remotes https:// http:// s3:// file:///" -- "$cur")
         return
         ;;
     --test)
-        mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_remote_names)" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_names remotes)" -- "$cur")
         return
         ;;
     --batch)
@@ -227,7 +213,7 @@ _uploadctl() {
         if ((positionals == 0)); then
             mapfile -t COMPREPLY < <(compgen -W "pause resume" -- "$cur")
         elif ((positionals == 1)); then
-            mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_folder_names)" -- "$cur")
+            mapfile -t COMPREPLY < <(compgen -W "$(_uploadctl_names folders)" -- "$cur")
         fi
         ;;
     help)

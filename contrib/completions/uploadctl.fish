@@ -97,29 +97,26 @@ function __uploadctl_batches
     __uploadctl_ask list | string match -ar '[{,]"batch":[0-9]+' | string replace -r '.*:' '' | sort -un
 end
 
-function __uploadctl_remotes
+# "NAME<tab>DESCRIPTION" for the configured remotes or watched folders (argv[1]: remotes or
+# folders), from `uploadctl --json LIST`; the description is the values of the keys argv[2..].
+function __uploadctl_named
     if command -q python3
-        __uploadctl_ask remotes | python3 -c '
+        __uploadctl_ask $argv[1] | python3 -c '
 import json, sys
-for remote in json.load(sys.stdin).get("remotes", []):
-    print("%s\t%s %s" % (remote.get("name", ""), remote.get("protocol", ""), remote.get("url", "")))
-' 2>/dev/null
+for item in json.load(sys.stdin).get(sys.argv[1], []):
+    print("%s\t%s" % (item.get("name", ""), " ".join(str(item.get(key, "")) for key in sys.argv[2:])))
+' $argv 2>/dev/null
     else
-        __uploadctl_ask remotes | string match -ar '[{,]"name":"[^"\\\\]*"' | string replace -r '.*:"(.*)"$' '$1'
+        __uploadctl_ask $argv[1] | string match -ar '[{,]"name":"[^"\\\\]*"' | string replace -r '.*:"(.*)"$' '$1'
     end
 end
 
-# Watched folders' names, with their state, from `uploadctl --json folders`.
+function __uploadctl_remotes
+    __uploadctl_named remotes protocol url
+end
+
 function __uploadctl_folders
-    if command -q python3
-        __uploadctl_ask folders | python3 -c '
-import json, sys
-for folder in json.load(sys.stdin).get("folders", []):
-    print("%s\t%s %s" % (folder.get("name", ""), folder.get("state", ""), folder.get("path", "")))
-' 2>/dev/null
-    else
-        __uploadctl_ask folders | string match -ar '[{,]"name":"[^"\\\\]*"' | string replace -r '.*:"(.*)"$' '$1'
-    end
+    __uploadctl_named folders state path
 end
 
 # --to: a remote as NAME: (the path after it is the user's to type), or the start of a URL.

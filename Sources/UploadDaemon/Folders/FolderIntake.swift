@@ -21,7 +21,7 @@ struct FolderIntake {
         _ files: [FolderWatcher.Settled], folder: String, ledger: FolderLedger?, job: (JobID) -> Job?
     ) -> [FolderWatcher.Settled] {
         files.filter { file in
-            let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
+            let key = file.key
             if ledger?.hasTaken(key, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds, job: job) == true {
                 return false
             }
@@ -33,7 +33,7 @@ struct FolderIntake {
     mutating func added(_ files: [FolderWatcher.Settled], folder: String) {
         for file in files {
             beingAdded.remove(
-                Taking(folder: folder, file: FolderFileKey(device: file.identity.device, inode: file.identity.inode)))
+                Taking(folder: folder, file: file.key))
         }
     }
 

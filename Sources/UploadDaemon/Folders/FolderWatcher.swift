@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
+import UploadCore
 import UploadPlatform
 import UploadWire
 
@@ -19,6 +20,9 @@ final class FolderWatcher: Sendable {
         var identity: SourceIdentity
         var size: Int64
         var modifiedNanoseconds: Int64
+
+        /// The file, as the folder's ledger knows it.
+        var key: FolderFileKey { FolderFileKey(device: identity.device, inode: identity.inode) }
     }
 
     /// What the watcher says of a rule.

@@ -75,10 +75,8 @@ extension Scheduler {
         let entry = FolderFile(
             key: key, path: path, size: version.size, modifiedNanoseconds: version.modifiedNanoseconds, state: .done,
             job: job, sha256: store.state.folderLedgers[folder]?.files[key]?.sha256)
-        let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: folder, files: [entry]))
-        store.apply(record)
-        // Not waited for: a crash that loses it makes the next start look again, and find the
-        // file gone (or moved, or changed).
-        store.saveSoon([record])
+        // A crash that loses it makes the next start look again, and find the file gone (or
+        // moved, or changed).
+        noteFolderEntries([entry], folder: folder)
     }
 }

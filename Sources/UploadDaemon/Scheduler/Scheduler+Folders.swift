@@ -38,7 +38,7 @@ extension Scheduler {
             switch result {
             case .success(let job):
                 taken += 1
-                if let sha256 = contents[FolderFileKey(device: file.identity.device, inode: file.identity.inode)] {
+                if let sha256 = contents[file.key] {
                     noteContent(sha256, of: file, job: job.id, folder: rule.name)
                 }
                 if let batch = job.batch { folderIntake.noteBatch(batch, of: rule.name) }
@@ -80,7 +80,7 @@ extension Scheduler {
         var entries: [FolderFile] = []
         let ledger = store.state.folderLedgers[rule.name]
         for (file, sha256) in zip(files, hashes) {
-            let key = FolderFileKey(device: file.identity.device, inode: file.identity.inode)
+            let key = file.key
             let path = rule.path + "/" + file.relativePath
             guard let sha256 else {
                 fresh.append(file)  // unreadable: its add says why
@@ -99,9 +99,7 @@ extension Scheduler {
         }
         folderIntake.added(same, folder: rule.name)
         if !entries.isEmpty {
-            let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: rule.name, files: entries))
-            store.apply(record)
-            store.saveSoon([record])
+            noteFolderEntries(entries, folder: rule.name)
             Log.info(
                 "[folder \(rule.name)] \(entries.count) file\(entries.count == 1 ? "" : "s") unchanged in content: left alone"
             )
@@ -125,10 +123,15 @@ extension Scheduler {
     private func noteContent(_ sha256: String, of file: FolderWatcher.Settled, job: JobID, folder: String) {
         guard let rule = config.folders[folder], store.jobs[job] != nil else { return }
         let entry = FolderFile(
-            key: FolderFileKey(device: file.identity.device, inode: file.identity.inode),
-            path: rule.path + "/" + file.relativePath, size: file.size, modifiedNanoseconds: file.modifiedNanoseconds,
-            state: .taken, job: job, sha256: sha256)
-        let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: folder, files: [entry]))
+            key: file.key, path: rule.path + "/" + file.relativePath, size: file.size,
+            modifiedNanoseconds: file.modifiedNanoseconds, state: .taken, job: job, sha256: sha256)
+        noteFolderEntries([entry], folder: folder)
+    }
+
+    /// Applies entries of `folder`'s ledger and saves them, not waited for: a crash that loses
+    /// them makes the folder look at those files again (and hash them, or act on them, again).
+    func noteFolderEntries(_ entries: [FolderFile], folder: String) {
+        let record = JournalRecord.folderFiles(FolderLedgerRecord(folder: folder, files: entries))
         store.apply(record)
         store.saveSoon([record])
     }

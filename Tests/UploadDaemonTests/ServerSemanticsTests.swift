@@ -73,6 +73,45 @@ struct ServerSemanticsTests {
         #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "MKCOL \(folder)", "PUT \(url)"])
     }
 
+    /// The other job's MKCOL lands before this job's PROPFIND: the folder is there when asked.
+    /// The 409 said it was missing when the PUT came, so the file goes again, and nothing is made.
+    /// (WsgiDAV under the ASan build of the everyday folder test: "PUT parent must be a collection".)
+    @Test func aFolderMadeBeforeThePropfindStillGetsThePutAgain() async throws {
+        let folders = FolderServer(missingStatus: 409)
+        let url = "http://127.0.0.1:1/dav/early-\(UUID().uuidString.prefix(6))/a.bin"
+        let folder = WebDAVCollections.ancestors(of: url)[0]
+        let server = ScriptedHTTP { request in
+            let answer = folders.answer(request)
+            // The other job's MKCOL, right after this job's PUT was refused.
+            if request.method == "PUT" { folders.made.withLock { _ = $0.insert(folder) } }
+            return answer
+        }
+        let result = try await put(server, url: url)
+        #expect(try result.get().status == 201)
+        #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "PUT \(url)"])
+    }
+
+    /// nginx answers 500 to a PUT into a missing folder. When another job of this daemon made the
+    /// folder after this PUT was sent, the folder is found there and the PUT goes again; a folder
+    /// that was known before the PUT leaves the 500 standing.
+    @Test func aFolderAnotherJobMadeAfterThePutWasSentIsToldFromOneThatWasThere() async throws {
+        let folders = FolderServer(missingStatus: 500)
+        let server = ScriptedHTTP { folders.answer($0) }
+        let tag = UUID().uuidString.prefix(6)
+        let url = "http://127.0.0.1:1/dav/late-\(tag)/a.bin"
+        let target = ResolvedTarget(uploadProtocol: .put, url: url, fileName: "a.bin")
+        let collections = WebDAVCollections(http: server)
+
+        let sentAt = WebDAVCollections.moment()
+        #expect(try await collections.createParents(of: "http://127.0.0.1:1/dav/late-\(tag)/b.bin", target: target))
+        #expect(
+            try await collections.parentState(of: url, target: target, putStatus: 500, sentAt: sentAt) == .madeMeanwhile
+        )
+
+        let later = WebDAVCollections.moment()
+        #expect(try await collections.parentState(of: url, target: target, putStatus: 500, sentAt: later) == .present)
+    }
+
     /// A 500 (or a 404) from a server that shows the folder exists is not about the folder: it
     /// stands, and a 500 stays retryable. Nothing is made.
     @Test(arguments: [404, 500])

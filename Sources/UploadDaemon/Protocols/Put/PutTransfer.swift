@@ -18,14 +18,17 @@ struct PutTransfer: Transfer {
         }
         let region = FileRegion(file: context.source, offset: 0, length: context.source.size)
         let put = target.request("PUT", headers: extra, body: .file(region))
+        let sentAt = WebDAVCollections.moment()
         var response = try await http.send(put, meter: context.meter)
         if WebDAVCollections.mayMeanMissingFolder(response.status) {
             // The folder may not exist. If the server says so, make it, then send the file again (once).
             // The file goes again also when no folder was left to make: another job into the same
             // new folder made it meanwhile (two PUTs side by side both get the 409).
             let folders = WebDAVCollections(http: http)
-            if try await folders.parentIsMissing(of: target.url, target: target, putStatus: response.status) {
-                let made = try await folders.createParents(of: target.url, target: target)
+            let state = try await folders.parentState(
+                of: target.url, target: target, putStatus: response.status, sentAt: sentAt)
+            if state != .present {
+                let made = state == .missing ? try await folders.createParents(of: target.url, target: target) : false
                 await context.note(
                     "the server answered the PUT with HTTP \(response.status): "
                         + (made ? "made the missing folders" : "the missing folders were made meanwhile"))

@@ -14,11 +14,42 @@ import UploadWire
 /// is missing, 405 when it exists already), so the missing folders are found by walking up until
 /// one exists and made on the way down, with the upload's own credentials and headers. Folders
 /// made or seen are remembered for the daemon's run, so a folder of a thousand files costs one walk.
+///
+/// Jobs into one new folder run side by side: each PUT is refused, and the first job's MKCOL may
+/// land before another job's PROPFIND. That job then finds the folder there, and its PUT goes once
+/// more (`ParentState.madeMeanwhile`).
 struct WebDAVCollections: Sendable {
     let http: any HTTPSending
 
-    /// Folders known to exist on their servers (full URLs ending in `/`).
-    private static let known = Mutex(Set<String>())
+    /// Folders known to exist on their servers (full URLs ending in `/`), each with the moment
+    /// (`Known.moment`) it became known.
+    private struct Known {
+        var folders: [String: UInt64] = [:]
+        var moment: UInt64 = 0
+
+        mutating func insert(_ folder: String) {
+            moment += 1
+            folders[folder] = moment
+        }
+    }
+    private static let known = Mutex(Known())
+
+    private static func isKnown(_ folder: String) -> Bool { known.withLock { $0.folders[folder] != nil } }
+    private static func remember(_ folder: String) { known.withLock { $0.insert(folder) } }
+
+    /// Now, as the folders remembered count time: taken before a PUT, so that a folder made by
+    /// another job after it can be told from one that was there all along.
+    static func moment() -> UInt64 { known.withLock { $0.moment } }
+
+    /// What a PUT refused the way a missing folder is refused learns about its folder.
+    enum ParentState: Equatable {
+        /// The folder is missing: make it, then send the file again.
+        case missing
+        /// The folder is there now and was not before: another job made it. Send the file again.
+        case madeMeanwhile
+        /// The folder is there, or the server is no WebDAV server: the refusal stands.
+        case present
+    }
 
     /// The folder of `url` and its parents, nearest first, up to (not including) the server's root.
     static func ancestors(of url: String) -> [String] {
@@ -38,28 +69,34 @@ struct WebDAVCollections: Sendable {
     /// The statuses servers give a PUT into a folder that does not exist.
     static func mayMeanMissingFolder(_ status: Int) -> Bool { [404, 409, 424, 500].contains(status) }
 
-    /// Whether the folder `url` goes in is missing, after a PUT to it got `putStatus`: the server
-    /// says so to PROPFIND; or it does not do PROPFIND and the PUT got 409 (RFC 4918's answer) or
-    /// OPTIONS names it a WebDAV server (a `DAV` header). A 404 or 500 from a server that shows the
-    /// folder exists stands as it is: a 500 stays a retryable error.
-    func parentIsMissing(of url: String, target: ResolvedTarget, putStatus: Int) async throws -> Bool {
-        guard let parent = Self.ancestors(of: url).first else { return false }
+    /// Whether the folder `url` goes in is missing, after a PUT to it, sent at `sentAt`
+    /// (`moment()`), got `putStatus`: the server says so to PROPFIND; or it does not do PROPFIND
+    /// and the PUT got 409 (RFC 4918's answer) or OPTIONS names it a WebDAV server (a `DAV` header).
+    /// A folder PROPFIND finds is `madeMeanwhile` when the PUT got 409 (which says the folder was
+    /// missing when the PUT came) or when another job made it after `sentAt`. A 404 or 500 from a
+    /// server that shows the folder was there all along stands as it is: a 500 stays retryable.
+    func parentState(of url: String, target: ResolvedTarget, putStatus: Int, sentAt: UInt64) async throws
+        -> ParentState
+    {
+        guard let parent = Self.ancestors(of: url).first else { return .present }
         var propfind = target.request("PROPFIND", url: parent, headers: [KeyValue(name: "Depth", value: "0")])
         propfind.headersOnly = true
         let found = try await http.send(propfind)
         switch found.status {
-        case 200..<300: return false
+        case 200..<300:
+            let madeSince = Self.known.withLock { ($0.folders[parent] ?? 0) > sentAt }
+            return putStatus == 409 || madeSince ? .madeMeanwhile : .present
         case 404, 409, 410:
             // Not there (any more): what was remembered of it and of the folders above is stale.
-            let folders = Set(Self.ancestors(of: url))
-            Self.known.withLock { $0.subtract(folders) }
-            return true
+            let folders = Self.ancestors(of: url)
+            Self.known.withLock { known in for folder in folders { known.folders[folder] = nil } }
+            return .missing
         default:
-            if putStatus == 409 { return true }
+            if putStatus == 409 { return .missing }
             var options = target.request("OPTIONS", url: parent)
             options.headersOnly = true
             let answer = try await http.send(options)
-            return HTTPStatus.isSuccess(answer.status) && answer.header("dav") != nil
+            return HTTPStatus.isSuccess(answer.status) && answer.header("dav") != nil ? .missing : .present
         }
     }
 
@@ -72,13 +109,13 @@ struct WebDAVCollections: Sendable {
         var missing: [String] = []
         var made = false
         for folder in folders {
-            if Self.known.withLock({ $0.contains(folder) }) { break }
+            if Self.isKnown(folder) { break }
             switch try await makeCollection(folder, target: target) {
             case .made:
                 made = true
-                Self.known.withLock { _ = $0.insert(folder) }
+                Self.remember(folder)
             case .exists:
-                Self.known.withLock { _ = $0.insert(folder) }
+                Self.remember(folder)
             case .parentMissing:
                 missing.append(folder)
                 continue
@@ -90,9 +127,9 @@ struct WebDAVCollections: Sendable {
             switch try await makeCollection(folder, target: target) {
             case .made:
                 made = true
-                Self.known.withLock { _ = $0.insert(folder) }
+                Self.remember(folder)
             case .exists:
-                Self.known.withLock { _ = $0.insert(folder) }
+                Self.remember(folder)
             case .parentMissing:
                 throw Self.failure(folder, status: 409, detail: "its parent is still missing after it was made")
             }

@@ -3,7 +3,7 @@ import UploadWire
 
 /// Rebuilds the queue from journal records: the single place that gives records their meaning.
 public struct JournalState: Sendable {
-    public private(set) var jobs: [JobID: Job] = [:]
+    public private(set) var jobs = JobTable()
     public private(set) var nextID: UInt64 = 1
     /// How many jobs are in each state, kept as records are applied: a status line costs nothing
     /// with 100,000 jobs.
@@ -42,33 +42,31 @@ public struct JournalState: Sendable {
         case .job(var job):
             // A record carries the revision its job had before this change; a compacted one, the
             // revision it reached.
-            if let index = jobs.index(forKey: job.id) {  // one lookup, in a replay of millions
-                let old = jobs.values[index]
+            if let old = jobs[job.id] {
                 let revision = max(job.revision, old.revision + 1)
                 if job.revision != revision { job.revision = revision }  // a change copies the job's fields
                 count(old, -1)
-                jobs.values[index] = job
-            } else {
-                if job.revision == 0 { job.revision = 1 }
-                jobs[job.id] = job
+            } else if job.revision == 0 {
+                job.revision = 1
             }
+            jobs.updateValue(job, forKey: job.id)
             count(job, +1)
             nextID = max(nextID, job.id.rawValue + 1)
             if !foreignJobs.isEmpty { foreignJobs[job.id] = nil }
         case .progress(let progress):
-            if jobs[progress.id] == nil {
-                // Progress of a job we cannot read stays with it, in order.
-                if foreignJobs[progress.id] != nil { foreignJobs[progress.id]!.append(progress.asForeignRecord) }
-                return
+            let applied: Void? = jobs.modify(progress.id) { job in
+                job.bytesAcked = progress.bytesAcked
+                job.checkpoint = progress.checkpoint
+                job.revision += 1
             }
-            jobs[progress.id]!.bytesAcked = progress.bytesAcked
-            jobs[progress.id]!.checkpoint = progress.checkpoint
-            jobs[progress.id]!.revision += 1
+            // Progress of a job we cannot read stays with it, in order.
+            if applied == nil, foreignJobs[progress.id] != nil {
+                foreignJobs[progress.id]!.append(progress.asForeignRecord)
+            }
         case .removed(let id):
             if let old = jobs.removeValue(forKey: id) { count(old, -1) }
             foreignJobs[id] = nil
             nextID = max(nextID, id.rawValue + 1)
-            jobs.shrinkIfSparse()
             foreignJobs.shrinkIfSparse()
         case .nextID(let next):
             nextID = max(nextID, next)
@@ -122,7 +120,7 @@ public struct JournalState: Sendable {
     public func compactedRecords() -> [JournalRecord] {
         var records: [JournalRecord] = [.nextID(nextID)]
         records.reserveCapacity(jobs.count + foreignJobs.count + foreignRecords.count + 1)
-        records += jobs.keys.sorted().map { .job(jobs[$0]!) }
+        records += jobs.values.map { .job($0) }  // by ID
         for id in foreignJobs.keys.sorted() { records += foreignJobs[id]!.map { .foreign($0) } }
         for folder in folderLedgers.keys.sorted() {
             records += folderLedgers[folder]!.compactedRecords(folder: folder).map { .folderFiles($0) }

@@ -12,7 +12,7 @@ import UploadWire
     @Test(arguments: [1, 2, 3])
     func aPagesPositionsAreTheWholeQueues(seed: UInt64) {
         var random = SeededRandom(seed: seed)
-        var jobs: [JobID: Job] = [:]
+        var jobs = JobTable()
         var ready = ReadyQueue()
         let states: [JobState] = [.queued, .queued, .queued, .queued, .paused, .running, .completed]
         for raw in 1...400 {
@@ -36,7 +36,7 @@ import UploadWire
     }
 
     @Test func withEveryQueuedJobReadyAndNonePausedNoOtherJobIsLookedAt() {
-        var jobs: [JobID: Job] = [:]
+        var jobs = JobTable()
         var ready = ReadyQueue()
         for raw in 1...50 {
             var job = Job(

@@ -13,8 +13,8 @@ struct StartupSurveyTests {
 
     /// Jobs of every state, some with a client token, a retry time, a cached copy, an owed hook or
     /// a partial upload left behind.
-    static func jobs(_ count: Int) -> [JobID: Job] {
-        var jobs: [JobID: Job] = [:]
+    static func jobs(_ count: Int) -> JobTable {
+        var jobs = JobTable()
         let states: [JobState] = [.queued, .running, .paused, .completed, .failed, .canceled, .queued]
         for id in 1...UInt64(count) {
             var job = Job(
@@ -35,7 +35,7 @@ struct StartupSurveyTests {
     }
 
     /// The survey as one pass would make it.
-    static func oneByOne(_ jobs: [JobID: Job]) -> StartupSurvey {
+    static func oneByOne(_ jobs: JobTable) -> StartupSurvey {
         var survey = StartupSurvey()
         for job in jobs.values {
             if job.state == .running { survey.interrupted.append(job) } else { survey.take(job, now: now) }

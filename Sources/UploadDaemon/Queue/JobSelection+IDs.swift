@@ -5,7 +5,7 @@ import UploadWire
 extension JobSelection {
     /// The IDs named, or with `all` or `batch` every job (of the batch) in a state where `command`
     /// does something, narrowed to `states` when given, by ID.
-    func ids(for command: JobCommand, in jobs: [JobID: Job]) throws(RPCError) -> [JobID] {
+    func ids(for command: JobCommand, in jobs: JobTable) throws(RPCError) -> [JobID] {
         if all == true || batch != nil {
             guard namedIDs.isEmpty else {
                 throw RPCError.invalidParams("give job IDs, or 'all' or 'batch', not both")

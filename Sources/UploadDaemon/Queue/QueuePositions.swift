@@ -12,7 +12,7 @@ enum QueuePositions {
     /// only when the counts say there are any. With a million jobs queued, each page of 10,000
     /// worked out all million positions: `job.list` in pages took 149 s.
     static func of(
-        _ ids: [JobID], ready: ReadyQueue, jobs: [JobID: Job], queued: Int, paused: Int
+        _ ids: [JobID], ready: ReadyQueue, jobs: JobTable, queued: Int, paused: Int
     ) -> [JobID: Int] {
         let waiting = ids.compactMap { id in
             jobs[id].flatMap { $0.state == .queued || $0.state == .paused ? (id: id, place: $0.place) : nil }
@@ -37,7 +37,7 @@ enum QueuePositions {
         return positions
     }
 
-    static func of(ready order: [JobID], jobs: [JobID: Job]) -> [JobID: Int] {
+    static func of(ready order: [JobID], jobs: JobTable) -> [JobID: Int] {
         let readyIDs = order.filter { jobs[$0]?.state == .queued }
         let inReady = Set(readyIDs)
         let others = othersWaiting(outside: inReady.contains, in: jobs)
@@ -63,7 +63,7 @@ enum QueuePositions {
     }
 
     /// The queued and paused jobs that are not in the ready queue, in the queue's order.
-    private static func othersWaiting(outside inReady: (JobID) -> Bool, in jobs: [JobID: Job]) -> [(
+    private static func othersWaiting(outside inReady: (JobID) -> Bool, in jobs: JobTable) -> [(
         id: JobID, place: QueuePlace
     )] {
         jobs.values.filter { job in (job.state == .queued || job.state == .paused) && !inReady(job.id) }

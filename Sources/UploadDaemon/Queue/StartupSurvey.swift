@@ -25,8 +25,8 @@ struct StartupSurvey: Sendable {
 
     init() {}
 
-    init(surveying jobs: [JobID: Job], now: Date) {
-        let values = jobs.values
+    init(surveying jobs: JobTable, now: Date) {
+        let values = Array(jobs.values)
         let parts = values.count >= 10_000 ? Parallel.cores : 1
         let ranges = Parallel.split(values, into: parts)
         let found = Parallel.map(parts: parts) { part in
@@ -43,7 +43,7 @@ struct StartupSurvey: Sendable {
 
     /// Jobs the crash marker says were running whose "running" record the journal did not get
     /// (it says queued): they were interrupted all the same.
-    mutating func takeAsInterrupted(_ ids: [JobID], from jobs: [JobID: Job]) {
+    mutating func takeAsInterrupted(_ ids: [JobID], from jobs: JobTable) {
         for id in ids where !interrupted.contains(where: { $0.id == id }) {
             guard var job = jobs[id], job.state == .queued else { continue }
             job.state = .running

@@ -49,7 +49,7 @@ struct JobStore {
         self.compactAfter = compactAfter
     }
 
-    var jobs: [JobID: Job] { state.jobs }
+    var jobs: JobTable { state.jobs }
     var stateCounts: [JobState: Int] { state.stateCounts }
     func count(of jobState: JobState) -> Int { state.count(of: jobState) }
     var unfinishedInBatch: [JobID: Int] { state.unfinishedInBatch }

@@ -1,0 +1,62 @@
+import Testing
+import UploadWire
+
+@testable import UploadCore
+
+/// The job table in pages (issue 51): it must answer as the dictionary it replaced did.
+@Suite struct JobTableTests {
+    /// Random adds, changes and removals, against a dictionary doing the same.
+    @Test func itAnswersAsADictionaryWould() {
+        var generator = SystemRandomNumberGenerator()
+        var table = JobTable()
+        var model: [JobID: Job] = [:]
+        for step in 0..<20_000 {
+            let id = JobID(UInt64.random(in: 1...3_000, using: &generator))
+            switch step % 5 {
+            case 0, 1, 2:
+                var job = Fixtures.job(id.rawValue)
+                job.bytesAcked = Int64(step)
+                #expect(table.updateValue(job, forKey: id) == model.updateValue(job, forKey: id))
+            case 3:
+                #expect(table.removeValue(forKey: id) == model.removeValue(forKey: id))
+            default:
+                table.modify(id) { $0.bytesAcked += 1 }
+                if model[id] != nil { model[id]!.bytesAcked += 1 }
+            }
+            #expect(table[id] == model[id])
+        }
+        #expect(table.count == model.count)
+        #expect(Array(table.keys) == model.keys.sorted(), "by ID")
+        #expect(Array(table.values) == model.keys.sorted().map { model[$0]! })
+        for id in 1...3_000 as ClosedRange<UInt64> { #expect(table[JobID(id)] == model[JobID(id)]) }
+    }
+
+    /// A page goes when its last job does; IDs far apart cost a page each, not the room between.
+    @Test func pagesComeAndGoWithTheirJobs() {
+        var table = JobTable()
+        for id in [1, 2, 300, UInt64.max, UInt64.max - 1, 1 << 40] as [UInt64] {
+            table[JobID(id)] = Job(
+                id: JobID(id), spec: JobSpec(source: "/f", destination: "file:///o/"), createdAt: .now)
+        }
+        #expect(table.count == 6 && table.pageCount == 4)
+        #expect(Array(table.keys) == [1, 2, 300, 1 << 40, UInt64.max - 1, UInt64.max].map(JobID.init(_:)))
+        table[JobID(1)] = nil
+        #expect(table.pageCount == 4)
+        table[JobID(2)] = nil
+        #expect(table.pageCount == 3 && table[JobID(2)] == nil && table.count == 4)
+        #expect(table.removeValue(forKey: JobID(2)) == nil && table.count == 4)
+        for id in [300, UInt64.max, UInt64.max - 1, 1 << 40] as [UInt64] { table[JobID(id)] = nil }
+        #expect(table.isEmpty && table.pageCount == 0 && Array(table).isEmpty)
+    }
+
+    /// A change through `modify` is made on the job's own fields, not on a copy of them.
+    @Test func modifyChangesTheJobInPlace() {
+        var table = JobTable()
+        table[JobID(7)] = Fixtures.job(7)
+        let before = ObjectIdentifier(table[JobID(7)]!.storage)
+        table.modify(JobID(7)) { $0.bytesAcked = 42 }
+        #expect(table[JobID(7)]?.bytesAcked == 42)
+        #expect(ObjectIdentifier(table[JobID(7)]!.storage) == before)
+        #expect(table.modify(JobID(8)) { $0.bytesAcked = 1 } == nil)
+    }
+}

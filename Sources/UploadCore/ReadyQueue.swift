@@ -35,7 +35,7 @@ public struct ReadyQueue: Sendable {
 
     /// Sorted ascending by `Entry.<`. New jobs usually go at the end, so insertion is cheap.
     private var entries: [Entry] = []
-    private var members: Set<JobID> = []
+    private var members = JobIDSet()
     private var head = 0
 
     public init() {}
@@ -43,9 +43,8 @@ public struct ReadyQueue: Sendable {
     /// A queue of many jobs at once, sorted once (inserting 100,000 jobs in random order one by one
     /// would move the array for each).
     public init(_ jobs: [(id: JobID, place: QueuePlace)]) {
-        members.reserveCapacity(jobs.count)
         entries.reserveCapacity(jobs.count)
-        for job in jobs where members.insert(job.id).inserted {
+        for job in jobs where members.insert(job.id) {
             entries.append(Entry(place: job.place, id: job.id))
         }
         entries.sort()
@@ -72,7 +71,7 @@ public struct ReadyQueue: Sendable {
     /// False when the job was in the queue already.
     @discardableResult
     public mutating func insert(_ id: JobID, at place: QueuePlace) -> Bool {
-        guard members.insert(id).inserted else { return false }
+        guard members.insert(id) else { return false }
         let entry = Entry(place: place, id: id)
         if let last = entries.last, head < entries.count, last < entry {
             entries.append(entry)
@@ -92,8 +91,7 @@ public struct ReadyQueue: Sendable {
     /// `place` must be where the job was inserted. False when it was not in the queue.
     @discardableResult
     public mutating func remove(_ id: JobID, at place: QueuePlace) -> Bool {
-        guard members.remove(id) != nil else { return false }
-        members.shrinkIfSparse()
+        guard members.remove(id) else { return false }
         let entry = Entry(place: place, id: id)
         let index = insertionIndex(for: entry)
         if index < entries.count, entries[index] == entry { entries.remove(at: index) }
@@ -106,7 +104,6 @@ public struct ReadyQueue: Sendable {
         let entry = entries[head]
         head += 1
         members.remove(entry.id)
-        members.shrinkIfSparse()
         if head > 1024 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0

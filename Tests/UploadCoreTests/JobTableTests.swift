@@ -60,3 +60,32 @@ import UploadWire
         #expect(table.modify(JobID(8)) { $0.bytesAcked = 1 } == nil)
     }
 }
+
+/// The ready queue's members as bits (issue 51): a set as `Set<JobID>` was.
+@Suite struct JobIDSetTests {
+    @Test func itAnswersAsASetWould() {
+        var generator = SystemRandomNumberGenerator()
+        var bits = JobIDSet()
+        var model = Set<JobID>()
+        for step in 0..<20_000 {
+            let id = JobID(UInt64.random(in: 1...20_000, using: &generator))
+            if step % 3 == 2 {
+                #expect(bits.remove(id) == (model.remove(id) != nil))
+            } else {
+                #expect(bits.insert(id) == model.insert(id).inserted)
+            }
+            #expect(bits.contains(id) == model.contains(id) && bits.count == model.count)
+        }
+        for id in 0...20_001 as ClosedRange<UInt64> { #expect(bits.contains(JobID(id)) == model.contains(JobID(id))) }
+    }
+
+    @Test func pagesGoWithTheirLastID() {
+        var bits = JobIDSet()
+        for id in [0, 63, 64, 4095, 4096, UInt64.max] as [UInt64] { #expect(bits.insert(JobID(id))) }
+        #expect(bits.pageCount == 3 && bits.count == 6 && !bits.contains(JobID(1)))
+        for id in [0, 63, 64, 4095] as [UInt64] { #expect(bits.remove(JobID(id))) }
+        #expect(bits.pageCount == 2 && !bits.remove(JobID(0)))
+        for id in [4096, UInt64.max] as [UInt64] { #expect(bits.remove(JobID(id))) }
+        #expect(bits.isEmpty && bits.pageCount == 0)
+    }
+}

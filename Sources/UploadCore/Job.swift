@@ -13,14 +13,25 @@ public struct JobSpec: Decodable, Sendable, Equatable {
     public var source: String
     /// An http(s) URL, `s3://bucket/key`, `file:///dir/`, or `REMOTE:path`.
     public var destination: String
-    public var clientToken: String?
-    public var priority: Int
     /// The rest, shared: read through the properties below.
     @usableFromInline var options: OutOfLine<AddOptions>
+    /// From -1000 to 1000 (`JobSpecBuilder`): two bytes, where an `Int` took eight.
+    @usableFromInline var storedPriority: Int16
     // Last, so that the job's one-byte fields pack after them (`Job.Fields`).
     public var uploadProtocol: UploadProtocol
     public var snapshot: SnapshotMode
 
+    /// Higher starts first. Kept within what two bytes hold; `job.add` takes -1000 to 1000.
+    public var priority: Int {
+        @inlinable get { Int(storedPriority) }
+        set { storedPriority = Int16(clamping: newValue) }
+    }
+    /// The client's name for the job, which makes a repeated `job.add` answer the first job
+    /// (`--client-token`): set on few jobs, so kept with the options, out of line.
+    public var clientToken: String? {
+        @inlinable get { options.box?.value.clientToken }
+        set { options.value.clientToken = newValue }
+    }
     public var headers: [KeyValue] {
         @inlinable get { options.box?.value.headers ?? [] }
         set { options.value.headers = newValue }
@@ -86,14 +97,13 @@ public struct JobSpec: Decodable, Sendable, Equatable {
     ) {
         self.source = source
         self.destination = destination
-        self.clientToken = clientToken
         self.uploadProtocol = uploadProtocol
         self.snapshot = snapshot
-        self.priority = priority
+        storedPriority = Int16(clamping: priority)
         options = OutOfLine(
             AddOptions(
                 headers: headers, fields: fields, user: user, chunkSize: chunkSize, preparation: preparation,
-                metadata: metadata))
+                metadata: metadata, clientToken: clientToken))
     }
 
     /// The fields of uploadd 0.1's JSON journal (format 1, read only): it had no preparation.
@@ -123,7 +133,8 @@ public struct JobSpec: Decodable, Sendable, Equatable {
     public var userName: String? { user.map { String($0.split(separator: ":", maxSplits: 1).first ?? "") } }
 }
 
-/// The part of a `JobSpec` that the jobs of one add share: see `JobSpec`'s properties.
+/// The part of a `JobSpec` that the jobs of one add share, and the client token that only a few
+/// jobs have: see `JobSpec`'s properties.
 public struct AddOptions: OutOfLineValue {
     @usableFromInline var headers: [KeyValue] = []
     @usableFromInline var fields: [KeyValue] = []
@@ -136,13 +147,15 @@ public struct AddOptions: OutOfLineValue {
     @usableFromInline var fileField: String?
     @usableFromInline var folder: String?
     @usableFromInline var folderAfter: String?
+    @usableFromInline var clientToken: String?
 
     public init() {}
 
     init(
         headers: [KeyValue], fields: [KeyValue], user: String?, chunkSize: Int64?,
-        preparation: [PreparationRequest], metadata: [String: String]?
+        preparation: [PreparationRequest], metadata: [String: String]?, clientToken: String?
     ) {
+        self.clientToken = clientToken
         self.headers = headers
         self.fields = fields
         self.user = user
@@ -437,8 +450,9 @@ public struct Job: Sendable, Equatable, Decodable {
 extension Job {
     /// What a job holds; `Job`'s properties describe each field.
     @usableFromInline struct Fields: Sendable, Equatable, Decodable {
-        // In this order, the fields pack into 249 bytes: a job's storage is then a 288-byte
-        // block of malloc's, where it took 416 with the rarely set fields inline. Swift lays a
+        // In this order, the fields pack into 225 bytes: a job's storage is then a 256-byte
+        // block of malloc's, where it took 416 with the rarely set fields inline and 288 with
+        // the client token and an 8-byte priority in the spec. Swift lays a
         // struct out in the order of its declarations; `JobLayoutTests` keeps the size.
         @usableFromInline var id: JobID
         @usableFromInline var spec: JobSpec

@@ -257,7 +257,8 @@ extension JobSpec {
         priority = try reader.readInt()
         snapshot = try reader.readEnum(SnapshotMode.self)
         let image = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
-        clientToken = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString() }
+        options.clientToken = try reader.readOptional { (reader) throws(BinaryDecodingError) in try reader.readString()
+        }
         options.metadata = try reader.readOptional { (reader) throws(BinaryDecodingError) in
             let pairs = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader) }
             return Dictionary(pairs.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })

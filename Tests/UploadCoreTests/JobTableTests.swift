@@ -16,9 +16,11 @@ import UploadWire
             case 0, 1, 2:
                 var job = Fixtures.job(id.rawValue)
                 job.bytesAcked = Int64(step)
-                #expect(table.updateValue(job, forKey: id) == model.updateValue(job, forKey: id))
+                let replaced = table.updateValue(job, forKey: id)
+                #expect(replaced == model.updateValue(job, forKey: id))
             case 3:
-                #expect(table.removeValue(forKey: id) == model.removeValue(forKey: id))
+                let removed = table.removeValue(forKey: id)
+                #expect(removed == model.removeValue(forKey: id))
             default:
                 table.modify(id) { $0.bytesAcked += 1 }
                 if model[id] != nil { model[id]!.bytesAcked += 1 }
@@ -57,7 +59,8 @@ import UploadWire
         table.modify(JobID(7)) { $0.bytesAcked = 42 }
         #expect(table[JobID(7)]?.bytesAcked == 42)
         #expect(ObjectIdentifier(table[JobID(7)]!.storage) == before)
-        #expect(table.modify(JobID(8)) { $0.bytesAcked = 1 } == nil)
+        let missing: Void? = table.modify(JobID(8)) { job in job.bytesAcked = 1 }
+        #expect(missing == nil && table[JobID(8)] == nil)
     }
 }
 
@@ -70,9 +73,11 @@ import UploadWire
         for step in 0..<20_000 {
             let id = JobID(UInt64.random(in: 1...20_000, using: &generator))
             if step % 3 == 2 {
-                #expect(bits.remove(id) == (model.remove(id) != nil))
+                let removed = bits.remove(id)
+                #expect(removed == (model.remove(id) != nil))
             } else {
-                #expect(bits.insert(id) == model.insert(id).inserted)
+                let inserted = bits.insert(id)
+                #expect(inserted == model.insert(id).inserted)
             }
             #expect(bits.contains(id) == model.contains(id) && bits.count == model.count)
         }
@@ -81,11 +86,21 @@ import UploadWire
 
     @Test func pagesGoWithTheirLastID() {
         var bits = JobIDSet()
-        for id in [0, 63, 64, 4095, 4096, UInt64.max] as [UInt64] { #expect(bits.insert(JobID(id))) }
+        for id in [0, 63, 64, 4095, 4096, UInt64.max] as [UInt64] {
+            let inserted = bits.insert(JobID(id))
+            #expect(inserted)
+        }
         #expect(bits.pageCount == 3 && bits.count == 6 && !bits.contains(JobID(1)))
-        for id in [0, 63, 64, 4095] as [UInt64] { #expect(bits.remove(JobID(id))) }
-        #expect(bits.pageCount == 2 && !bits.remove(JobID(0)))
-        for id in [4096, UInt64.max] as [UInt64] { #expect(bits.remove(JobID(id))) }
+        for id in [0, 63, 64, 4095] as [UInt64] {
+            let removed = bits.remove(JobID(id))
+            #expect(removed)
+        }
+        let removedAgain = bits.remove(JobID(0))
+        #expect(bits.pageCount == 2 && !removedAgain)
+        for id in [4096, UInt64.max] as [UInt64] {
+            let removed = bits.remove(JobID(id))
+            #expect(removed)
+        }
         #expect(bits.isEmpty && bits.pageCount == 0)
     }
 }

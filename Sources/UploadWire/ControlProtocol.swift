@@ -522,11 +522,17 @@ public struct NoParams: Codable, Sendable, StrictParams {
 /// Answers and notifications put together around a result already encoded from its own type: a
 /// list of 10,000 jobs is encoded once, not first into a `JSONValue` tree and then again.
 public enum RPCLine {
-    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline.
+    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline, with room for it: the line is
+    /// made in one allocation, and the newline goes in place.
     public static func result(id: JSONValue, encodedResult: [UInt8]) throws -> [UInt8] {
-        var line = Array(#"{"id":"#.utf8)
-        line += try id.jsonBytes()
-        line += Array(#","jsonrpc":"2.0","result":"#.utf8)
+        let encodedID = try id.jsonBytes()
+        let prefix = #"{"id":"#.utf8
+        let middle = #","jsonrpc":"2.0","result":"#.utf8
+        var line: [UInt8] = []
+        line.reserveCapacity(prefix.count + encodedID.count + middle.count + encodedResult.count + 2)
+        line += prefix
+        line += encodedID
+        line += middle
         line += encodedResult
         line.append(UInt8(ascii: "}"))
         return line

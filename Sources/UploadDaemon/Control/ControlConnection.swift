@@ -199,7 +199,9 @@ final class ControlConnection {
         }
         answers.append(output.count..<(output.count + bytes.count))
         unreadAnswerBytes += bytes.count
-        output.append(contentsOf: bytes)
+        // Nothing waiting: the answer becomes the buffer, without a copy (a page of `job.list`
+        // is megabytes).
+        if output.isEmpty { output = bytes } else { output.append(contentsOf: bytes) }
         flush()
     }
 

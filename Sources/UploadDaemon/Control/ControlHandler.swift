@@ -71,7 +71,12 @@ struct ControlHandler: Sendable {
             }
             return Self.batchLine(answers)
         default:
-            return await handleOne(value, client: client).map { $0 + Self.newline }
+            // In place: the line has room for its newline (`RPCLine.result`).
+            return await handleOne(value, client: client).map { line in
+                var line = line
+                line.append(UInt8(ascii: "\n"))
+                return line
+            }
         }
     }
 

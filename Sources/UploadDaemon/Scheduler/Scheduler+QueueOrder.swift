@@ -11,7 +11,8 @@ extension Scheduler {
 
     /// `jobs` with their positions filled in, worked out once for all of them and only when one
     /// of them waits its turn (a list of finished jobs costs no pass over the queue).
-    func withPositions(_ jobs: [JobInfo]) -> [JobInfo] {
+    func withPositions(_ infos: consuming [JobInfo]) -> [JobInfo] {
+        var jobs = consume infos  // the only reference: the positions are set in place
         let waiting = jobs.filter { $0.state == .queued || $0.state == .paused }.map(\.id)
         guard !waiting.isEmpty else { return jobs }
         // A few (a page, a job): each by a binary search; many: one pass over the whole queue.
@@ -21,10 +22,8 @@ extension Scheduler {
                 waiting, ready: ready, jobs: store.jobs, queued: store.count(of: .queued),
                 paused: store.count(of: .paused))
             : queuePositions()
-        return jobs.map { job in
-            var job = job
-            job.position = positions[job.id]
-            return job
-        }
+        // In place: a page of 10,000 jobs was copied whole for its positions.
+        for index in jobs.indices { jobs[index].position = positions[jobs[index].id] }
+        return jobs
     }
 }

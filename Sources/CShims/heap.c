@@ -9,3 +9,7 @@ int CShims_limit_malloc_arenas(int count) {
 int CShims_trim_heap(void) {
     return malloc_trim(0);
 }
+
+int CShims_set_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes) == 1 ? 0 : -1;
+}

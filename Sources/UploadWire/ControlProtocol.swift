@@ -522,18 +522,24 @@ public struct NoParams: Codable, Sendable, StrictParams {
 /// Answers and notifications put together around a result already encoded from its own type: a
 /// list of 10,000 jobs is encoded once, not first into a `JSONValue` tree and then again.
 public enum RPCLine {
-    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline, with room for it: the line is
-    /// made in one allocation, and the newline goes in place.
-    public static func result(id: JSONValue, encodedResult: [UInt8]) throws -> [UInt8] {
-        let encodedID = try id.jsonBytes()
-        let prefix = #"{"id":"#.utf8
-        let middle = #","jsonrpc":"2.0","result":"#.utf8
-        var line: [UInt8] = []
-        line.reserveCapacity(prefix.count + encodedID.count + middle.count + encodedResult.count + 2)
-        line += prefix
-        line += encodedID
-        line += middle
-        line += encodedResult
+    /// `{"id":…,"jsonrpc":"2.0","result":…}` without the newline, with room for it, so the newline
+    /// goes in place. A result with room to spare (`JSONWriter.reserveLineRoom`) becomes the line
+    /// where it is: a page of `job.list` is megabytes, and each copy of it counted in the daemon's
+    /// peak memory.
+    public static func result(id: JSONValue, encodedResult: consuming [UInt8]) throws -> [UInt8] {
+        var head = Array(#"{"id":"#.utf8)
+        head += try id.jsonBytes()
+        head += #","jsonrpc":"2.0","result":"#.utf8
+        var line = consume encodedResult
+        if line.capacity >= line.count + head.count + 2 {
+            line.insert(contentsOf: head, at: 0)  // moves the bytes within their buffer
+        } else {
+            var whole: [UInt8] = []
+            whole.reserveCapacity(head.count + line.count + 2)
+            whole += head
+            whole += line
+            line = whole
+        }
         line.append(UInt8(ascii: "}"))
         return line
     }

@@ -231,11 +231,33 @@ extension JobList {
             }
             writer.endArray()
         }
+        Self.writeJobs(to: &writer, count: jobs.count, next: next, only: fields) { jobs[$0] }
+        return writer.bytes
+    }
+
+    /// `{"jobs": [...], "next": N}` of `count` jobs, each made by `job` as it is written: a page
+    /// of `job.list` without its values all at once.
+    public static func jsonBytes(
+        jobCount count: Int, next: JobID?, only fields: JobFields?, job: (Int) -> JobInfo
+    ) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writeJobs(to: &writer, count: count, next: next, only: fields, job: job)
+        return writer.bytes
+    }
+
+    /// The jobs and the next page, and the end of the object.
+    private static func writeJobs(
+        to writer: inout JSONWriter, count: Int, next: JobID?, only fields: JobFields?, job: (Int) -> JobInfo
+    ) {
         writer.key("jobs")
         writer.beginArray()
-        for job in jobs {
+        for index in 0..<count {
             writer.element()
-            job.write(to: &writer, only: fields)
+            job(index).write(to: &writer, only: fields)
+            // Room for all of them, as big as the first, with a fifth to spare: the bytes are
+            // not copied again and again as the array grows (untouched room costs no memory).
+            if index == 0, count > 1 { writer.reserveLineRoom(forMore: writer.bytes.count * (count - 1) * 6 / 5) }
         }
         writer.endArray()
         if let next {
@@ -243,7 +265,7 @@ extension JobList {
             writer.integer(next.rawValue)
         }
         writer.endObject()
-        return writer.bytes
+        if writer.bytes.count > 1 << 16 { writer.reserveLineRoom(forMore: 0) }
     }
 }
 
@@ -254,6 +276,14 @@ struct JSONWriter {
     private var hasMember: [Bool] = []
 
     init() { bytes.reserveCapacity(512) }
+
+    /// Room for `count` more bytes, and for what makes the result a line (`RPCLine.result`).
+    mutating func reserveLineRoom(forMore count: Int) {
+        bytes.reserveCapacity(bytes.count + count + Self.lineRoom)
+    }
+
+    /// What `RPCLine.result` puts around a result: the ID, the version, the braces, the newline.
+    static let lineRoom = 128
 
     mutating func beginObject() {
         bytes.append(UInt8(ascii: "{"))

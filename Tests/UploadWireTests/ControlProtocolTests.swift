@@ -133,6 +133,18 @@ struct ControlProtocolTests {
                     "id": .string("a\"b"), "jsonrpc": .string("2.0"),
                     "result": .object(["jobs": .array([.number(1), .number(2)])]),
                 ]))
+        // A result with room to spare becomes the line in its own buffer, with room for the
+        // newline; the bytes are the same either way.
+        var roomy = JSONWriter()
+        roomy.bytes += #"{"jobs":[1,2]}"#.utf8
+        roomy.reserveLineRoom(forMore: 0)
+        let result = roomy.bytes
+        roomy = JSONWriter()  // `result` is now the only reference, as a daemon's answer is
+        let buffer = result.withUnsafeBufferPointer { $0.baseAddress }
+        var inPlace = try RPCLine.result(id: .string("a\"b"), encodedResult: consume result)
+        #expect(inPlace == answer)
+        inPlace.append(UInt8(ascii: "\n"))
+        #expect(inPlace.withUnsafeBufferPointer { $0.baseAddress } == buffer, "no new buffer")
         let event = try RPCLine.notification(method: "job.state", encodedParams: Array(#"{"id":3}"#.utf8))
         let decodedEvent = try JSONCoding.decoder.decode(RPCNotification.self, from: Data(event))
         #expect(decodedEvent.method == "job.state")

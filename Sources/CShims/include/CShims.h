@@ -110,6 +110,11 @@ int CShims_limit_malloc_arenas(int count);
 /// Returns 1 when some was given back.
 int CShims_trim_heap(void);
 
+/// mallopt(M_MMAP_THRESHOLD): blocks of at least `bytes` are mapped on their own and unmapped
+/// when freed. Setting it also stops glibc from raising the threshold as such blocks are freed.
+/// 0, or -1 when malloc refused it.
+int CShims_set_mmap_threshold(int bytes);
+
 /// Starts `path` as a helper: stdin, stdout and stderr from the given descriptors, no other open
 /// descriptor but `report_fd` as 3 (closed on exec), default signals, its own session, killed
 /// when the daemon dies (PR_SET_PDEATHSIG), no core dumps, and RLIMIT_AS / RLIMIT_CPU when > 0,

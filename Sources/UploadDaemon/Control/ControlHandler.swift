@@ -71,12 +71,9 @@ struct ControlHandler: Sendable {
             }
             return Self.batchLine(answers)
         default:
-            // In place: the line has room for its newline (`RPCLine.result`).
-            return await handleOne(value, client: client).map { line in
-                var line = line
-                line.append(UInt8(ascii: "\n"))
-                return line
-            }
+            guard var line = await handleOne(value, client: client) else { return nil }
+            line.append(UInt8(ascii: "\n"))  // in place: the line has room for it (`RPCLine.result`)
+            return line
         }
     }
 
@@ -185,23 +182,21 @@ struct ControlHandler: Sendable {
         guard case .string(let methodName)? = object["method"] else {
             return Self.line(RPCResponse(id: id ?? .null, error: .invalidRequest("\"method\" must be a string")))
         }
-        let result: Result<[UInt8], RPCError>
+        var encoded: [UInt8]
         do {
-            result = .success(try await call(methodName, params: object["params"], client: client))
+            encoded = try await call(methodName, params: object["params"], client: client)
         } catch {
-            result = .failure(error)
+            guard let id else { return nil }
+            return Self.line(RPCResponse(id: id, error: error))
         }
         guard let id else { return nil }  // a notification: no answer, even for errors
-        switch result {
-        case .success(let encoded):
-            guard let line = try? RPCLine.result(id: id, encodedResult: encoded) else {
-                return Self.line(
-                    RPCResponse(
-                        id: id, error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
-            }
-            return line
-        case .failure(let error): return Self.line(RPCResponse(id: id, error: error))
+        // Handed over, the only reference: a big result becomes its line in place.
+        guard let line = try? RPCLine.result(id: id, encodedResult: consume encoded) else {
+            return Self.line(
+                RPCResponse(
+                    id: id, error: RPCError(code: RPCError.internalErrorCode, message: "cannot encode the answer")))
         }
+        return line
     }
 
     /// Runs one method; its result comes back already encoded.
@@ -277,9 +272,9 @@ struct ControlHandler: Sendable {
                     states: list.states, ids: list.ids, batch: list.batch, after: list.after)
                 return JobList(jobs: jobs).jsonBytes(only: fields)
             }
-            let page = await scheduler.listPage(
-                states: list.states, batch: list.batch, after: list.after, limit: min(limit, ListParams.maxLimit))
-            return JobList(jobs: page.jobs, next: page.next).jsonBytes(only: fields)
+            return await scheduler.listPageJSON(
+                states: list.states, batch: list.batch, after: list.after, limit: min(limit, ListParams.maxLimit),
+                only: fields)
         case .pause, .resume, .cancel, .remove, .retry:
             let command = JobCommand(rawValue: String(name.dropFirst("job.".count)))!
             let selection = try JobSelection.decode(from: params)

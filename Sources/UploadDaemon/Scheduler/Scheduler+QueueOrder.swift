@@ -13,17 +13,22 @@ extension Scheduler {
     /// of them waits its turn (a list of finished jobs costs no pass over the queue).
     func withPositions(_ infos: consuming [JobInfo]) -> [JobInfo] {
         var jobs = consume infos  // the only reference: the positions are set in place
-        let waiting = jobs.filter { $0.state == .queued || $0.state == .paused }.map(\.id)
-        guard !waiting.isEmpty else { return jobs }
-        // A few (a page, a job): each by a binary search; many: one pass over the whole queue.
-        let positions =
-            waiting.count < ready.count / 16
+        let positions = positions(
+            ofWaiting: jobs.filter { $0.state == .queued || $0.state == .paused }.map(\.id))
+        guard !positions.isEmpty else { return jobs }
+        // In place: a page of 10,000 jobs was copied whole for its positions.
+        for index in jobs.indices { jobs[index].position = positions[jobs[index].id] }
+        return jobs
+    }
+
+    /// The positions of `waiting` (queued or paused jobs): for a few (a page, a job) each by a
+    /// binary search; for many, one pass over the whole queue.
+    func positions(ofWaiting waiting: [JobID]) -> [JobID: Int] {
+        guard !waiting.isEmpty else { return [:] }
+        return waiting.count < ready.count / 16
             ? QueuePositions.of(
                 waiting, ready: ready, jobs: store.jobs, queued: store.count(of: .queued),
                 paused: store.count(of: .paused))
             : queuePositions()
-        // In place: a page of 10,000 jobs was copied whole for its positions.
-        for index in jobs.indices { jobs[index].position = positions[jobs[index].id] }
-        return jobs
     }
 }

@@ -17,8 +17,10 @@ package enum HeapTrimmer {
     /// its threshold (128 KiB at first) to the size of each such block freed, up to 32 MiB: after
     /// one page of `job.list` (a few MiB of values and JSON), every later page's blocks came from
     /// the heap and stayed there when freed. With a million jobs queued, paging through them
-    /// raised the daemon's RSS from 396 to 431 MiB, and kept it there.
-    package static let mapOfItsOwn: Int32 = 1 << 20
+    /// raised the daemon's RSS from 396 to 431 MiB, and kept it there. Above libcurl's upload
+    /// buffer (2 MiB a request, `CurlRequest.uploadBufferSize`): a chunked upload's parts reuse
+    /// heap memory rather than each mapping and faulting in a buffer of its own.
+    package static let mapOfItsOwn: Int32 = 4 << 20
 
     package static func limitArenas() {
         if CShims_limit_malloc_arenas(arenas) != 0 { Log.debug("malloc refused M_ARENA_MAX=\(arenas)") }

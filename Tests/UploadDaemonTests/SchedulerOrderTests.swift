@@ -129,12 +129,13 @@ struct SchedulerOrderTests {
         let ids = try results.map { try $0.get().id }
         #expect(await harness.waitForStarts(2))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(fake.started == ["slow-1", "other"], "the second slow job waits while another server has work")
+        // One pass starts both; their tasks reach the fake transfer in either order.
+        #expect(Set(fake.started) == ["slow-1", "other"], "the second slow job waits while another server has work")
         #expect(await harness.state(ids[1]) == .queued)
         fake.release("other")
         #expect(await harness.wait(ids[2], .completed))
         #expect(await harness.waitForStarts(3))
-        #expect(fake.started == ["slow-1", "other", "slow-2"], "then the cap gives way")
+        #expect(fake.started.last == "slow-2" && fake.started.count == 3, "then the cap gives way")
         for name in ["slow-1", "slow-2"] { fake.release(name) }
         for id in ids { #expect(await harness.wait(id, .completed)) }
         await harness.stop()

@@ -277,8 +277,8 @@ public struct FileIdentity: Codable, Sendable, Equatable {
 /// A job as the daemon keeps it: the spec plus everything that changes.
 ///
 /// A job is one reference to its fields, copied on write as `Array` is. A queue keeps its jobs in
-/// a dictionary that has up to 2.6 slots per job (100,000 jobs take 262,144), so a slot costs 8
-/// bytes rather than the 570 of the fields themselves, and a copy of a job costs a retain.
+/// the pages of a `JobTable`, so a slot costs 8 bytes rather than the 225 of the fields
+/// themselves, and a copy of a job costs a retain.
 public struct Job: Sendable, Equatable, Decodable {
     /// Internal rather than private so that reads inline into other modules (`@inlinable`): a
     /// read through a call copied the whole property, a `JobSpec` for its `clientToken`.

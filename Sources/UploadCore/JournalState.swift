@@ -29,8 +29,8 @@ public struct JournalState: Sendable {
 
     public init() {}
 
-    /// Makes room for about `count` jobs before a replay: a million jobs otherwise grow the table
-    /// twenty times, each time moving every job. `fitCapacity` gives back a guess too high.
+    /// Makes room for about `count` jobs' pages before a replay: a million jobs otherwise grow
+    /// the page list a dozen times. `fitCapacity` gives back a guess too high.
     public mutating func reserveCapacity(jobs count: Int) { jobs.reserveCapacity(count) }
 
     public mutating func fitCapacity() { jobs.fitCapacity() }

@@ -246,6 +246,10 @@ extension JobList {
         return writer.bytes
     }
 
+    /// The most room reserved ahead for the jobs of one answer: a first job far bigger than the
+    /// rest cannot ask for more. A bigger answer grows as arrays do.
+    static let maxReservedRoom = 256 << 20
+
     /// The jobs and the next page, and the end of the object.
     private static func writeJobs(
         to writer: inout JSONWriter, count: Int, next: JobID?, only fields: JobFields?, job: (Int) -> JobInfo
@@ -254,10 +258,18 @@ extension JobList {
         writer.beginArray()
         for index in 0..<count {
             writer.element()
+            let before = writer.bytes.count
             job(index).write(to: &writer, only: fields)
-            // Room for all of them, as big as the first, with a fifth to spare: the bytes are
-            // not copied again and again as the array grows (untouched room costs no memory).
-            if index == 0, count > 1 { writer.reserveLineRoom(forMore: writer.bytes.count * (count - 1) * 6 / 5) }
+            // Room for all of them, each as big as the first, with a fifth to spare and at most
+            // `maxReservedRoom`: the bytes are not copied again and again as the array grows
+            // (untouched room costs no memory). By the first job's own bytes: what was written
+            // before it (a bulk command's errors) says nothing of the jobs' size.
+            if index == 0, count > 1 {
+                let estimate = (writer.bytes.count - before).multipliedReportingOverflow(by: (count - 1) * 6 / 5)
+                writer.reserveLineRoom(
+                    forMore: estimate.overflow ? Self.maxReservedRoom : min(estimate.partialValue, Self.maxReservedRoom)
+                )
+            }
         }
         writer.endArray()
         if let next {

@@ -73,6 +73,19 @@ import Testing
         }
     }
 
+    /// The room reserved ahead for the jobs goes by the first job's bytes: a bulk command's many
+    /// errors, written before the jobs, must not make it ask for gigabytes (review of 3d20375).
+    @Test func theRoomReservedForTheJobsGoesByTheFirstJobAlone() throws {
+        var random = SeededRandom(seed: 5)
+        let jobs = [JobInfo](repeating: Self.randomJob(&random), count: 2_000)
+        let errors = (0..<20_000).map {
+            JobFailure(id: JobID(UInt64($0)), error: RPCError(code: -32001, message: "no job \($0)"))
+        }
+        let bytes = JobList(jobs: jobs, errors: errors).jsonBytes
+        #expect(bytes.capacity < bytes.count * 3, "\(bytes.capacity) reserved for \(bytes.count) bytes")
+        #expect(bytes == [UInt8](try JSONCoding.encoder.encode(JobList(jobs: jobs, errors: errors))))
+    }
+
     @Test func onlyTheFieldsAskedForAndAStatusDecodesFromThemOrFromTheWholeJob() throws {
         var random = SeededRandom(seed: 11)
         let names = JobInfo.fieldNames.sorted()

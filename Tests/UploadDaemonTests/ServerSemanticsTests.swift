@@ -112,6 +112,28 @@ struct ServerSemanticsTests {
         #expect(try await collections.parentState(of: url, target: target, putStatus: 500, sentAt: later) == .present)
     }
 
+    /// helper-21's review: the server may make a folder before its MKCOL's answer comes back, so a
+    /// folder counts from the moment its MKCOL is sent; and a PROPFIND that found it missing
+    /// forgets only what was known before the PROPFIND was sent.
+    @Test func aFolderCountsFromItsMKCOLAndAStaleMissDoesNotForgetItLater() {
+        var known = WebDAVCollections.Known()
+        let folder = "http://127.0.0.1:1/dav/x/"
+        let putSent = known.moment
+        let sent = known.tick()  // another job's MKCOL goes out
+        known.beingMade[folder] = sent
+        #expect(known.stamp(of: folder) > putSent, "a PROPFIND now finds it made meanwhile")
+        let asked = known.moment  // a third job's PROPFIND, answered 404 before the MKCOL landed
+        known.answered(folder, sent: sent, exists: true)
+        known.forget([folder], askedAt: asked)
+        #expect(known.folders[folder] != nil && known.beingMade[folder] == nil, "the MKCOL's answer stands")
+        known.forget([folder], askedAt: known.moment)
+        #expect(known.folders[folder] == nil, "a PROPFIND sent after it found it gone")
+        let failed = known.tick()
+        known.beingMade[folder] = failed
+        known.answered(folder, sent: failed, exists: false)
+        #expect(known.folders[folder] == nil && known.beingMade[folder] == nil)
+    }
+
     /// A 500 (or a 404) from a server that shows the folder exists is not about the folder: it
     /// stands, and a 500 stays retryable. Nothing is made.
     @Test(arguments: [404, 500])

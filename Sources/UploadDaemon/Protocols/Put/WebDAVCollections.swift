@@ -22,20 +22,40 @@ struct WebDAVCollections: Sendable {
     let http: any HTTPSending
 
     /// Folders known to exist on their servers (full URLs ending in `/`), each with the moment
-    /// (`Known.moment`) it became known.
-    private struct Known {
+    /// (`Known.moment`) it became known, and the folders a MKCOL is making, with the moment it
+    /// was sent: the server may have made one before its answer comes, and a PROPFIND of another
+    /// job may see it there in between.
+    struct Known {
         var folders: [String: UInt64] = [:]
+        var beingMade: [String: UInt64] = [:]
         var moment: UInt64 = 0
 
-        mutating func insert(_ folder: String) {
+        mutating func tick() -> UInt64 {
             moment += 1
-            folders[folder] = moment
+            return moment
+        }
+
+        /// When this job last learnt of `folder`: known, or being made.
+        func stamp(of folder: String) -> UInt64 { max(folders[folder] ?? 0, beingMade[folder] ?? 0) }
+
+        /// A MKCOL of `folder` answered: known when it exists now, and no longer being made by
+        /// the MKCOL sent at `sent` (another one sent since keeps its own stamp).
+        mutating func answered(_ folder: String, sent: UInt64, exists: Bool) {
+            if exists { folders[folder] = tick() }
+            if beingMade[folder] == sent { beingMade[folder] = nil }
+        }
+
+        /// Forgets the folders found missing by a PROPFIND sent at `asked`; those known or being
+        /// made since (by another job) stay.
+        mutating func forget(_ missing: [String], askedAt asked: UInt64) {
+            for folder in missing where stamp(of: folder) <= asked {
+                folders[folder] = nil
+            }
         }
     }
     private static let known = Mutex(Known())
 
     private static func isKnown(_ folder: String) -> Bool { known.withLock { $0.folders[folder] != nil } }
-    private static func remember(_ folder: String) { known.withLock { $0.insert(folder) } }
 
     /// Now, as the folders remembered count time: taken before a PUT, so that a folder made by
     /// another job after it can be told from one that was there all along.
@@ -81,15 +101,17 @@ struct WebDAVCollections: Sendable {
         guard let parent = Self.ancestors(of: url).first else { return .present }
         var propfind = target.request("PROPFIND", url: parent, headers: [KeyValue(name: "Depth", value: "0")])
         propfind.headersOnly = true
+        let asked = Self.moment()
         let found = try await http.send(propfind)
         switch found.status {
         case 200..<300:
-            let madeSince = Self.known.withLock { ($0.folders[parent] ?? 0) > sentAt }
+            // Known or being made since the PUT was sent: another job's MKCOL made it.
+            let madeSince = Self.known.withLock { $0.stamp(of: parent) > sentAt }
             return putStatus == 409 || madeSince ? .madeMeanwhile : .present
         case 404, 409, 410:
             // Not there (any more): what was remembered of it and of the folders above is stale.
             let folders = Self.ancestors(of: url)
-            Self.known.withLock { known in for folder in folders { known.folders[folder] = nil } }
+            Self.known.withLock { $0.forget(folders, askedAt: asked) }
             return .missing
         default:
             if putStatus == 409 { return .missing }
@@ -113,9 +135,8 @@ struct WebDAVCollections: Sendable {
             switch try await makeCollection(folder, target: target) {
             case .made:
                 made = true
-                Self.remember(folder)
             case .exists:
-                Self.remember(folder)
+                break
             case .parentMissing:
                 missing.append(folder)
                 continue
@@ -127,9 +148,8 @@ struct WebDAVCollections: Sendable {
             switch try await makeCollection(folder, target: target) {
             case .made:
                 made = true
-                Self.remember(folder)
             case .exists:
-                Self.remember(folder)
+                break
             case .parentMissing:
                 throw Self.failure(folder, status: 409, detail: "its parent is still missing after it was made")
             }
@@ -139,7 +159,23 @@ struct WebDAVCollections: Sendable {
 
     private enum Outcome { case made, exists, parentMissing }
 
+    /// Sends MKCOL for `folder`, stamped as being made until its answer; a folder made, or found
+    /// there, is then known.
     private func makeCollection(_ folder: String, target: ResolvedTarget) async throws -> Outcome {
+        let sent = Self.known.withLock { known in
+            let now = known.tick()
+            known.beingMade[folder] = now
+            return now
+        }
+        var outcome: Outcome?
+        defer {
+            Self.known.withLock { $0.answered(folder, sent: sent, exists: outcome == .made || outcome == .exists) }
+        }
+        outcome = try await sendMakeCollection(folder, target: target)
+        return outcome!
+    }
+
+    private func sendMakeCollection(_ folder: String, target: ResolvedTarget) async throws -> Outcome {
         let response = try await http.send(target.request("MKCOL", url: folder))
         switch response.status {
         case 200..<300: return .made

@@ -26,7 +26,7 @@ public struct JobTable: Sendable, Equatable, Sequence {
     /// How many pages are kept: what the table costs beyond a slot per job.
     var pageCount: Int { pages.count }
 
-    private static func split(_ id: JobID) -> (page: UInt64, slot: Int) {
+    fileprivate static func split(_ id: JobID) -> (page: UInt64, slot: Int) {
         (id.rawValue >> UInt64(pageShift), Int(id.rawValue & UInt64(pageSize - 1)))
     }
 
@@ -91,8 +91,12 @@ public struct JobTable: Sendable, Equatable, Sequence {
         private var page = 0
         private var slot = 0
 
-        fileprivate init(_ pages: [UInt64: Page]) {
-            self.pages = pages.map { ($0.key, $0.value.slots) }.sorted { $0.number < $1.number }
+        /// The jobs from ID `first` on.
+        fileprivate init(_ pages: [UInt64: Page], from first: UInt64 = 0) {
+            let (firstPage, firstSlot) = JobTable.split(JobID(first))
+            self.pages = pages.lazy.filter { $0.key >= firstPage }.map { ($0.key, $0.value.slots) }
+                .sorted { $0.number < $1.number }
+            if self.pages.first?.number == firstPage { slot = firstSlot }
         }
 
         public mutating func next() -> (key: JobID, value: Job)? {
@@ -116,15 +120,23 @@ public struct JobTable: Sendable, Equatable, Sequence {
     public var underestimatedCount: Int { count }
 
     /// The IDs, in order.
-    public var keys: Keys { Keys(table: self) }
+    public var keys: Keys { Keys(table: self, from: 0) }
+
+    /// The IDs after `after` (all when nil), in order: a page of `job.list` starts where the last
+    /// one ended, without a walk past the IDs before it.
+    public func keys(after: JobID?) -> Keys {
+        guard let after else { return keys }
+        guard after.rawValue < UInt64.max else { return Keys(table: JobTable(), from: 0) }
+        return Keys(table: self, from: after.rawValue + 1)
+    }
 
     /// The jobs, by ID.
     public var values: Values { Values(table: self) }
 
     public struct Keys: Sequence {
         fileprivate let table: JobTable
-        public var underestimatedCount: Int { table.count }
-        public func makeIterator() -> Iterator { Iterator(all: table.makeIterator()) }
+        fileprivate let from: UInt64
+        public func makeIterator() -> Iterator { Iterator(all: JobTable.Iterator(table.pages, from: from)) }
 
         public struct Iterator: IteratorProtocol {
             fileprivate var all: JobTable.Iterator

@@ -51,6 +51,22 @@ import UploadWire
         #expect(table.isEmpty && table.pageCount == 0 && Array(table).isEmpty)
     }
 
+    /// The IDs after a given one, in order, across pages and past IDs that are gone.
+    @Test func theIDsAfterOneStartRightAfterIt() {
+        var table = JobTable()
+        let ids: [UInt64] = [1, 2, 255, 256, 257, 600, 70_000, UInt64.max]
+        for id in ids {
+            table[JobID(id)] = Job(
+                id: JobID(id), spec: JobSpec(source: "/f", destination: "file:///o/"), createdAt: .now)
+        }
+        for after in [0, 1, 2, 3, 254, 255, 256, 511, 600, 69_999, 70_000, UInt64.max - 1, UInt64.max] as [UInt64] {
+            #expect(
+                Array(table.keys(after: JobID(after))) == ids.filter { $0 > after }.map(JobID.init(_:)),
+                "after \(after)")
+        }
+        #expect(Array(table.keys(after: nil)) == ids.map(JobID.init(_:)))
+    }
+
     /// A change through `modify` is made on the job's own fields, not on a copy of them.
     @Test func modifyChangesTheJobInPlace() {
         var table = JobTable()

@@ -277,7 +277,6 @@ extension JobList {
             writer.integer(next.rawValue)
         }
         writer.endObject()
-        if writer.bytes.count > 1 << 16 { writer.reserveLineRoom(forMore: 0) }
     }
 }
 

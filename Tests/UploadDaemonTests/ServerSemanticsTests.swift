@@ -56,39 +56,28 @@ struct ServerSemanticsTests {
         #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "MKCOL \(folder)", "PUT \(url)"])
     }
 
-    /// Two PUTs side by side into one new folder both get the "missing" answer; the other job's
-    /// MKCOL lands first. This one finds nothing left to make and still sends its file again.
-    @Test func aFolderMadeMeanwhileByAnotherJobStillGetsThePutAgain() async throws {
+    /// Two PUTs side by side into one new folder both get the "missing" answer, and the other
+    /// job's MKCOL lands right after this job's `request`:
+    /// - after its PROPFIND saw the folder missing: this job finds nothing left to make and still
+    ///   sends its file again;
+    /// - after its PUT was refused, before its PROPFIND: the folder is there when asked. The 409
+    ///   said it was missing when the PUT came, so the file goes again, and nothing is made
+    ///   (WsgiDAV under the ASan build of the everyday folder test: "PUT parent must be a
+    ///   collection").
+    @Test(arguments: ["PROPFIND", "PUT"])
+    func aFolderMadeMeanwhileByAnotherJobStillGetsThePutAgain(landingAfter request: String) async throws {
         let folders = FolderServer(missingStatus: 409)
         let url = "http://127.0.0.1:1/dav/race-\(UUID().uuidString.prefix(6))/a.bin"
         let folder = WebDAVCollections.ancestors(of: url)[0]
-        let server = ScriptedHTTP { request in
-            let answer = folders.answer(request)
-            // The other job's MKCOL, right after this job's PROPFIND saw the folder missing.
-            if request.method == "PROPFIND" { folders.made.withLock { _ = $0.insert(folder) } }
+        let server = ScriptedHTTP { sent in
+            let answer = folders.answer(sent)
+            if sent.method == request { folders.made.withLock { _ = $0.insert(folder) } }
             return answer
         }
         let result = try await put(server, url: url)
         #expect(try result.get().status == 201)
-        #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "MKCOL \(folder)", "PUT \(url)"])
-    }
-
-    /// The other job's MKCOL lands before this job's PROPFIND: the folder is there when asked.
-    /// The 409 said it was missing when the PUT came, so the file goes again, and nothing is made.
-    /// (WsgiDAV under the ASan build of the everyday folder test: "PUT parent must be a collection".)
-    @Test func aFolderMadeBeforeThePropfindStillGetsThePutAgain() async throws {
-        let folders = FolderServer(missingStatus: 409)
-        let url = "http://127.0.0.1:1/dav/early-\(UUID().uuidString.prefix(6))/a.bin"
-        let folder = WebDAVCollections.ancestors(of: url)[0]
-        let server = ScriptedHTTP { request in
-            let answer = folders.answer(request)
-            // The other job's MKCOL, right after this job's PUT was refused.
-            if request.method == "PUT" { folders.made.withLock { _ = $0.insert(folder) } }
-            return answer
-        }
-        let result = try await put(server, url: url)
-        #expect(try result.get().status == 201)
-        #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)", "PUT \(url)"])
+        let made = request == "PROPFIND" ? ["MKCOL \(folder)"] : []
+        #expect(server.requests == ["PUT \(url)", "PROPFIND \(folder)"] + made + ["PUT \(url)"])
     }
 
     /// nginx answers 500 to a PUT into a missing folder. When another job of this daemon made the

@@ -248,6 +248,10 @@ final class ControlConnection {
     func shutDown() {
         guard !isClosed else { return }
         isClosed = true
+        // A client cut off with a long unfinished line, or much unread output, leaves big blocks
+        // freed on the heap: glibc keeps them (blocks under `HeapTrimmer.mapOfItsOwn` are not
+        // mapped on their own) until a trim gives them back.
+        if framer.bufferCapacity + output.capacity >= Self.outputHighWater / 2 { HeapTrimmer.trimSoon() }
         watcher.forget(fd)
         close(fd)
         reportHeldBytes()
@@ -293,6 +297,8 @@ final class ControlConnection {
                 switch item {
                 case .line(let line):
                     if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+                    // Its buffer is freed once the request is done, as a closed client's is.
+                    if line.count >= Self.outputHighWater / 2 { HeapTrimmer.trimSoon() }
                     waitingLines.append(line)
                 case .tooLong:
                     let error = RPCError.invalidRequest(

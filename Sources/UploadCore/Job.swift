@@ -4,15 +4,13 @@ import UploadWire
 /// What the user asked for when adding a job. Stored in the journal as given; a remote's
 /// settings and secrets are resolved when the job runs, so a reload applies to queued jobs.
 ///
-/// What is the job's own is stored inline; what the jobs of one add share and most jobs never set
-/// (headers, credentials, metadata, the batch...) is kept in `AddOptions`, behind one reference
-/// that the jobs of an add share, and none while nothing is set: a queue of a million jobs held
-/// 104 bytes of these per job.
+/// What is the job's own (the source's file name) is stored inline; what the jobs of one add
+/// share (the destination, the source's folder, headers, credentials, metadata, the batch...) is
+/// kept in `AddOptions`, behind one reference that the jobs of an add share: a queue of a million
+/// jobs held 104 bytes of options per job, then a source path of 64 bytes and a destination of 16.
 public struct JobSpec: Decodable, Sendable, Equatable {
-    /// Absolute path of the file the user named.
-    public var source: String
-    /// An http(s) URL, `s3://bucket/key`, `file:///dir/`, or `REMOTE:path`.
-    public var destination: String
+    /// The last part of `source`: inline when it is 15 bytes or shorter, as most file names are.
+    @usableFromInline var sourceName: String
     /// The rest, shared: read through the properties below.
     @usableFromInline var options: OutOfLine<AddOptions>
     /// From -1000 to 1000 (`JobSpecBuilder`): two bytes, where an `Int` took eight.
@@ -20,6 +18,29 @@ public struct JobSpec: Decodable, Sendable, Equatable {
     // Last, so that the job's one-byte fields pack after them (`Job.Fields`).
     public var uploadProtocol: UploadProtocol
     public var snapshot: SnapshotMode
+
+    /// Absolute path of the file the user named: its folder (shared by the jobs of an add) and
+    /// `sourceName`, joined when read.
+    public var source: String {
+        @inlinable get { (options.box?.value.sourceFolder ?? "") + sourceName }
+        set {
+            let (folder, name) = Self.split(newValue)
+            sourceName = name
+            options.value.sourceFolder = folder
+        }
+    }
+    /// An http(s) URL, `s3://bucket/key`, `file:///dir/`, or `REMOTE:path`.
+    public var destination: String {
+        @inlinable get { options.box?.value.destination ?? "" }
+        set { options.value.destination = newValue }
+    }
+
+    /// A path as its folder (up to and with the last `/`) and the name after it.
+    static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
+        let nameStart = path.utf8.index(after: slash)
+        return (String(path[..<nameStart]), String(path[nameStart...]))
+    }
 
     /// Higher starts first. Kept within what two bytes hold; `job.add` takes -1000 to 1000.
     public var priority: Int {
@@ -95,15 +116,15 @@ public struct JobSpec: Decodable, Sendable, Equatable {
         snapshot: SnapshotMode = .auto, preparation: [PreparationRequest] = [], clientToken: String? = nil,
         metadata: [String: String]? = nil
     ) {
-        self.source = source
-        self.destination = destination
+        let (folder, name) = Self.split(source)
+        sourceName = name
         self.uploadProtocol = uploadProtocol
         self.snapshot = snapshot
         storedPriority = Int16(clamping: priority)
         options = OutOfLine(
             AddOptions(
-                headers: headers, fields: fields, user: user, chunkSize: chunkSize, preparation: preparation,
-                metadata: metadata, clientToken: clientToken))
+                destination: destination, sourceFolder: folder, headers: headers, fields: fields, user: user,
+                chunkSize: chunkSize, preparation: preparation, metadata: metadata, clientToken: clientToken))
     }
 
     /// The fields of uploadd 0.1's JSON journal (format 1, read only): it had no preparation.
@@ -136,6 +157,9 @@ public struct JobSpec: Decodable, Sendable, Equatable {
 /// The part of a `JobSpec` that the jobs of one add share, and the client token that only a few
 /// jobs have: see `JobSpec`'s properties.
 public struct AddOptions: OutOfLineValue {
+    @usableFromInline var destination = ""
+    /// The source's path up to and with its last `/`.
+    @usableFromInline var sourceFolder = ""
     @usableFromInline var headers: [KeyValue] = []
     @usableFromInline var fields: [KeyValue] = []
     @usableFromInline var user: String?
@@ -152,9 +176,11 @@ public struct AddOptions: OutOfLineValue {
     public init() {}
 
     init(
-        headers: [KeyValue], fields: [KeyValue], user: String?, chunkSize: Int64?,
-        preparation: [PreparationRequest], metadata: [String: String]?, clientToken: String?
+        destination: String, sourceFolder: String, headers: [KeyValue], fields: [KeyValue], user: String?,
+        chunkSize: Int64?, preparation: [PreparationRequest], metadata: [String: String]?, clientToken: String?
     ) {
+        self.destination = destination
+        self.sourceFolder = sourceFolder
         self.clientToken = clientToken
         self.headers = headers
         self.fields = fields
@@ -251,6 +277,14 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
         self.modificationTimeNanoseconds = modificationTimeNanoseconds
     }
 
+    /// As a job keeps it: an empty path where it is the source's (`Job.snapshot`).
+    func kept(for spec: JobSpec) -> SourceSnapshot {
+        guard path == spec.source else { return self }
+        var kept = self
+        kept.path = ""
+        return kept
+    }
+
     /// Whether the cached file belongs to the daemon and is deleted when the job ends (a pack,
     /// when the last of its jobs ends).
     public var isCached: Bool { kind != .original }
@@ -323,10 +357,20 @@ public struct Job: Sendable, Equatable, Decodable {
         @inlinable _read { yield storage.fields.resolvedProtocol }
         _modify { yield &fields.resolvedProtocol }
     }
+    /// Where the job's bytes come from. An original's path is its source, and is kept as an empty
+    /// path: the source is kept as a folder and a name (`JobSpec`), and a whole path of its own
+    /// would cost the 64 bytes per job that splitting the source saved.
     public var snapshot: SourceSnapshot? {
-        @inlinable _read { yield storage.fields.snapshot }
-        _modify { yield &fields.snapshot }
+        @inlinable get {
+            guard var snapshot = storage.fields.snapshot else { return nil }
+            if snapshot.path.isEmpty { snapshot.path = storage.fields.spec.source }
+            return snapshot
+        }
+        set { fields.snapshot = newValue?.kept(for: spec) }
     }
+    /// The snapshot's kind, without making the path `snapshot` returns (a listing of a million
+    /// jobs asks each for it).
+    public var snapshotKind: SourceSnapshot.Kind? { storage.fields.snapshot?.kind }
     public var bytesTotal: Int64 {
         @inlinable _read { yield storage.fields.bytesTotal }
         _modify { yield &fields.bytesTotal }
@@ -490,7 +534,7 @@ extension Job {
             spec = try container.decode(JobSpec.self, forKey: .spec)
             state = try container.decode(JobState.self, forKey: .state)
             resolvedProtocol = try container.decodeIfPresent(UploadProtocol.self, forKey: .resolvedProtocol)
-            snapshot = try container.decodeIfPresent(SourceSnapshot.self, forKey: .snapshot)
+            snapshot = try container.decodeIfPresent(SourceSnapshot.self, forKey: .snapshot)?.kept(for: spec)
             bytesTotal = try container.decode(Int64.self, forKey: .bytesTotal)
             bytesAcked = try container.decode(Int64.self, forKey: .bytesAcked)
             attempts = Int32(clamping: try container.decode(Int.self, forKey: .attempts))

@@ -21,7 +21,7 @@ extension JobInfo {
             bytesTotal: job.bytesTotal, bytesSent: sent, bytesAcked: job.bytesAcked, speed: speed, eta: eta,
             attempts: job.attempts, priority: job.spec.priority, error: job.error, result: job.result,
             createdAt: job.createdAt, updatedAt: job.updatedAt, nextAttemptAt: job.nextAttemptAt,
-            snapshot: job.snapshot?.kind.rawValue, user: job.spec.userName,
+            snapshot: job.snapshotKind?.rawValue, user: job.spec.userName,
             history: includeHistory ? job.history : nil, waiting: waiting,
             image: job.spec.preparation.first { $0.step == "image" }?.options,
             prepared: job.prepared.map { prepared in

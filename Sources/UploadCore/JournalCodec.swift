@@ -247,7 +247,7 @@ extension JobSpec {
     init(reading reader: inout BinaryReader) throws(BinaryDecodingError) {
         self.init(source: try reader.readString(), destination: try reader.readString())
         // The shared options are gathered first and set at once: one box, not one per field.
-        var options = AddOptions()
+        var options = self.options.value
         uploadProtocol = try reader.readEnum(UploadProtocol.self)
         options.headers = try reader.readArray { (reader) throws(BinaryDecodingError) in try KeyValue(reading: &reader)
         }

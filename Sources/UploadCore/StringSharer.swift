@@ -1,21 +1,16 @@
 /// Lets the jobs the journal's decoder reads share their strings with the job read before them:
-/// the jobs of one add have one destination and the same options (`AddOptions`), their history
-/// begins with the same line, and an original's snapshot path is its source. Each job read from the journal otherwise holds a copy
-/// of its own, and a queue of 100,000 jobs from a few adds holds 100,000 of each.
+/// the jobs of one add have one destination, source folder and the same options (`AddOptions`),
+/// and their history begins with the same line. Each job read from the journal otherwise holds a
+/// copy of its own, and a queue of 100,000 jobs from a few adds holds 100,000 of each.
 ///
 /// Sharing changes no value. Each decoding worker has its own sharer, so a job is changed while
 /// it is still the only reference to its fields, on the thread that made its strings.
 struct StringSharer {
-    private var destination = ""
     private var firstEvent = ""
     private var options = AddOptionsSharer()
 
     mutating func share(_ job: inout Job) {
-        if let shared = Self.share(job.spec.destination, keptIn: &destination) { job.spec.destination = shared }
         options.share(&job.spec)
-        if job.snapshot?.path == job.spec.source, !job.snapshot!.path.sharesStorage(with: job.spec.source) {
-            job.snapshot!.path = job.spec.source
-        }
         if let first = job.firstEventMessage, let shared = Self.share(first, keptIn: &firstEvent) {
             job.firstEventMessage = shared
         }

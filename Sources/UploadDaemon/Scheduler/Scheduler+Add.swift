@@ -72,7 +72,6 @@ extension Scheduler {
 
     /// Phase 3, in the client's turn: IDs, in the order the files were given.
     private func assignIDs(_ run: inout AddRun, originals: [Result<SourceSnapshot, any Error>]) {
-        var options = AddOptionsSharer()  // the jobs of an add keep one copy of their headers and such
         for (item, outcome) in zip(run.pending, originals) {
             switch outcome {
             case .success(let original):
@@ -91,7 +90,7 @@ extension Scheduler {
                     spec.folderAfter = folder.after
                     spec.batch = folder.batch
                 }
-                options.share(&spec)
+                addOptions.share(&spec)
                 run.accepted.append((item.index, spec, original, JobID(reservedNextID)))
                 reservedNextID += 1
             case .failure(let error):

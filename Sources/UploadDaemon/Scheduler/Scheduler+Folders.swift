@@ -114,7 +114,8 @@ extension Scheduler {
     private func hasUploadedOrWillUpload(_ takes: [(job: JobID, state: FolderFileState)]) -> Bool {
         takes.contains { take in
             guard let job = store.jobs[take.job] else { return take.state == .done || take.state == .uploaded }
-            return job.state == .completed || (!job.state.isTerminal && job.snapshot?.isCached == true)
+            return job.state == .completed
+                || (!job.state.isTerminal && job.snapshotKind.map { $0 != .original } == true)
         }
     }
 

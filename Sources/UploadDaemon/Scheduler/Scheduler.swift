@@ -79,6 +79,9 @@ actor Scheduler {
     var reservedNextID: UInt64
     /// Batches started (`new_batch`) by jobs of the journal or of this run: what `batch` may name.
     var knownBatches: Set<JobID>
+    /// The options (destination, source folder, headers...) of the last job added: jobs added one
+    /// request at a time from one folder to one place share them, as the jobs of one add do.
+    var addOptions = AddOptionsSharer()
     var stopping = false
     /// Hooks owed: waiting their turn (in order) or running (`Scheduler+Hooks`).
     var hooks = HookQueue()

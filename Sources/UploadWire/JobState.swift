@@ -14,4 +14,8 @@ public enum JobState: String, Codable, Sendable, CaseIterable {
         case .queued, .running, .paused: return false
         }
     }
+
+    /// A job that has a place in the queue (a position, a rank to move to or next to): queued, or
+    /// paused where it stood.
+    public var waitsItsTurn: Bool { self == .queued || self == .paused }
 }

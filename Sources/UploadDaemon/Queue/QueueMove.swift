@@ -16,9 +16,6 @@ enum QueueMove {
     /// Ranks this far apart leave room for many moves between two jobs.
     static let gap: Int64 = 1 << 16
 
-    /// Whether a job has a place in the queue to move to, or next to.
-    static func waitsItsTurn(_ job: Job) -> Bool { job.state == .queued || job.state == .paused }
-
     /// `others`: every other job waiting its turn, in any order; `anchor`: the job named by
     /// `before` or `after`, checked to wait its turn too.
     static func plan(_ job: Job, _ params: MoveParams, others waiting: [Job], anchor: Job?) -> Plan {

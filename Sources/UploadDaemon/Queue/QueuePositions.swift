@@ -15,7 +15,7 @@ enum QueuePositions {
         _ ids: [JobID], ready: ReadyQueue, jobs: JobTable, queued: Int, paused: Int
     ) -> [JobID: Int] {
         let waiting = ids.compactMap { id in
-            jobs[id].flatMap { $0.state == .queued || $0.state == .paused ? (id: id, place: $0.place) : nil }
+            jobs[id].flatMap { $0.state.waitsItsTurn ? (id: id, place: $0.place) : nil }
         }
         guard !waiting.isEmpty else { return [:] }
         // Queued jobs outside the ready queue (a retry, the network, a preparation) and paused ones.
@@ -66,7 +66,7 @@ enum QueuePositions {
     private static func othersWaiting(outside inReady: (JobID) -> Bool, in jobs: JobTable) -> [(
         id: JobID, place: QueuePlace
     )] {
-        jobs.values.filter { job in (job.state == .queued || job.state == .paused) && !inReady(job.id) }
+        jobs.values.filter { job in job.state.waitsItsTurn && !inReady(job.id) }
             .map { (id: $0.id, place: $0.place) }.sorted(by: QueuePlace.startsBefore)
     }
 }

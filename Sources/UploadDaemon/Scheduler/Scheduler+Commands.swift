@@ -92,7 +92,7 @@ extension Scheduler {
             throw RPCError.invalidParams("say where to move the job: exactly one of top, bottom, before or after")
         }
         guard var job = store.jobs[params.id] else { throw RPCError.jobNotFound(params.id) }
-        guard QueueMove.waitsItsTurn(job) else {
+        guard job.state.waitsItsTurn else {
             throw RPCError(
                 code: RPCError.invalidTransitionCode,
                 message: "job \(job.id) is \(job.state.rawValue); only queued and paused jobs have a place in the queue"
@@ -102,7 +102,7 @@ extension Scheduler {
         if let anchorID = params.before ?? params.after {
             guard anchorID != job.id else { throw RPCError.invalidParams("a job cannot move next to itself") }
             guard let found = store.jobs[anchorID] else { throw RPCError.jobNotFound(anchorID) }
-            guard QueueMove.waitsItsTurn(found) else {
+            guard found.state.waitsItsTurn else {
                 throw RPCError(
                     code: RPCError.invalidTransitionCode,
                     message: "job \(anchorID) is \(found.state.rawValue): it has no place in the queue to move next to"
@@ -110,7 +110,7 @@ extension Scheduler {
             }
             anchor = found
         }
-        let others = store.jobs.values.filter { QueueMove.waitsItsTurn($0) && $0.id != job.id }
+        let others = store.jobs.values.filter { $0.state.waitsItsTurn && $0.id != job.id }
         switch QueueMove.plan(job, params, others: others, anchor: anchor) {
         case .renumber(let renumbered):
             for changed in renumbered { _ = try await replace(changed, "the order of the queue") }

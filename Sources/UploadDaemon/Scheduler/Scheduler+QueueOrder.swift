@@ -14,7 +14,7 @@ extension Scheduler {
     func withPositions(_ infos: consuming [JobInfo]) -> [JobInfo] {
         var jobs = consume infos  // the only reference: the positions are set in place
         let positions = positions(
-            ofWaiting: jobs.filter { $0.state == .queued || $0.state == .paused }.map(\.id))
+            ofWaiting: jobs.filter(\.state.waitsItsTurn).map(\.id))
         guard !positions.isEmpty else { return jobs }
         // In place: a page of 10,000 jobs was copied whole for its positions.
         for index in jobs.indices { jobs[index].position = positions[jobs[index].id] }

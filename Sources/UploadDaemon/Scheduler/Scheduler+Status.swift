@@ -80,7 +80,7 @@ extension Scheduler {
         -> [UInt8]
     {
         let page = store.page(states: states, batch: batch, after: after, limit: limit)
-        let positions = positions(ofWaiting: page.ids.filter { store.jobs[$0].map(QueueMove.waitsItsTurn) ?? false })
+        let positions = positions(ofWaiting: page.ids.filter { store.jobs[$0]?.state.waitsItsTurn ?? false })
         return JobList.jsonBytes(jobCount: page.ids.count, next: page.next, only: fields) { index in
             var job = info(for: store.jobs[page.ids[index]]!)
             job.position = positions[job.id]

@@ -191,8 +191,55 @@ public struct AddOptions: OutOfLineValue {
     }
 }
 
-/// Lets specs made one after another share their `AddOptions` when they hold the same, as the
-/// jobs of one add do: one box for the add rather than one per job.
+extension AddOptions {
+    /// By bytes, not as Swift compares strings: its `==` holds canonically equivalent text equal
+    /// ("café" with its é as one code point, or as an e and an accent), and on Linux those are two
+    /// folders, two URLs, two header values. A job given a shared box (`AddOptionsSharer`) must
+    /// find its own bytes in it.
+    public static func == (a: Self, b: Self) -> Bool {
+        same(a.destination, b.destination) && same(a.sourceFolder, b.sourceFolder) && same(a.headers, b.headers)
+            && same(a.fields, b.fields) && same(a.user, b.user) && a.chunkSize == b.chunkSize
+            && a.preparation.elementsEqual(b.preparation) { same($0.step, $1.step) && same($0.options, $1.options) }
+            && same(a.metadata, b.metadata) && a.umask == b.umask && a.batch == b.batch
+            && same(a.fileField, b.fileField) && same(a.folder, b.folder) && same(a.folderAfter, b.folderAfter)
+            && same(a.clientToken, b.clientToken)
+    }
+
+    private static func same(_ a: String?, _ b: String?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        return a.hasTheBytes(of: b)
+    }
+
+    private static func same(_ a: [KeyValue], _ b: [KeyValue]) -> Bool {
+        a.elementsEqual(b) { same($0.name, $1.name) && same($0.value, $1.value) }
+    }
+
+    private static func same(_ a: [String: String]?, _ b: [String: String]?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        func pairs(_ map: [String: String]) -> [KeyValue] {
+            map.map { KeyValue(name: $0.key, value: $0.value) }.sorted {
+                $0.name.utf8.lexicographicallyPrecedes($1.name.utf8)
+            }
+        }
+        return a.count == b.count && same(pairs(a), pairs(b))
+    }
+}
+
+extension String {
+    /// Whether the two hold the same UTF-8 bytes (`==` holds canonically equivalent text equal).
+    func hasTheBytes(of other: String) -> Bool {
+        var mine = self
+        var theirs = other
+        return mine.withUTF8 { a in
+            theirs.withUTF8 { b in
+                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            }
+        }
+    }
+}
+
+/// Lets specs made one after another share their `AddOptions` when they hold the same bytes, as
+/// the jobs of one add do: one box for the add rather than one per job.
 public struct AddOptionsSharer: Sendable {
     private var last = OutOfLine<AddOptions>()
 
@@ -201,6 +248,14 @@ public struct AddOptionsSharer: Sendable {
     public mutating func share(_ spec: inout JobSpec) {
         guard spec.options.box !== last.box else { return }
         if spec.options == last { spec.options = last } else { last = spec.options }
+    }
+
+    /// Lets go of the options kept for the next job when they hold a password or headers (which
+    /// may carry a token): the jobs that share them keep them, but the sharer would keep them
+    /// after those jobs are gone.
+    public mutating func forgetSecrets() {
+        guard let kept = last.box?.value, kept.user != nil || !kept.headers.isEmpty else { return }
+        last = OutOfLine()
     }
 }
 
@@ -279,7 +334,7 @@ public struct SourceSnapshot: Codable, Sendable, Equatable {
 
     /// As a job keeps it: an empty path where it is the source's (`Job.snapshot`).
     func kept(for spec: JobSpec) -> SourceSnapshot {
-        guard path == spec.source else { return self }
+        guard path.hasTheBytes(of: spec.source) else { return self }
         var kept = self
         kept.path = ""
         return kept
@@ -371,6 +426,9 @@ public struct Job: Sendable, Equatable, Decodable {
     /// The snapshot's kind, without making the path `snapshot` returns (a listing of a million
     /// jobs asks each for it).
     public var snapshotKind: SourceSnapshot.Kind? { storage.fields.snapshot?.kind }
+    /// Whether the job's bytes are a copy of the daemon's (`SourceSnapshot.isCached`), without
+    /// making the path `snapshot` returns.
+    public var snapshotIsCached: Bool { storage.fields.snapshot?.isCached == true }
     public var bytesTotal: Int64 {
         @inlinable _read { yield storage.fields.bytesTotal }
         _modify { yield &fields.bytesTotal }

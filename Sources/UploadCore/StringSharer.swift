@@ -19,7 +19,7 @@ struct StringSharer {
     /// The kept string when `text` equals it but is stored apart (assigning it shares the storage);
     /// nil when `text` is the one to keep (a different string, now kept) or already shared.
     private static func share(_ text: String, keptIn kept: inout String) -> String? {
-        if kept == text { return text.sharesStorage(with: kept) ? nil : kept }
+        if kept.hasTheBytes(of: text) { return text.sharesStorage(with: kept) ? nil : kept }
         kept = text
         return nil
     }

@@ -56,6 +56,45 @@ import UploadWire
         #expect(JobSpec(source: "/dir/", destination: "d").source == "/dir/")
     }
 
+    /// Swift's `==` holds "café" with a composed é equal to one with e and an accent; on Linux
+    /// they are two folders, and a job must not be given the other's.
+    @Test func optionsAreSharedOnlyWithTheSameBytes() {
+        let composedPath = "/p/caf\u{e9}/a.jpg"
+        let decomposedPath = "/p/cafe\u{301}/a.jpg"
+        var sharer = AddOptionsSharer()
+        var composed = JobSpec(source: composedPath, destination: "file:///o/")
+        var decomposed = JobSpec(source: decomposedPath, destination: "file:///o/")
+        #expect(composed.source == decomposed.source, "Swift's == holds them equal")
+        sharer.share(&composed)
+        sharer.share(&decomposed)
+        #expect(composed.options.box !== decomposed.options.box)
+        #expect(Array(decomposed.source.utf8) == Array(decomposedPath.utf8))
+        #expect(Array(composed.source.utf8) == Array(composedPath.utf8))
+
+        var job = Job(id: JobID(1), spec: composed, createdAt: .now)
+        job.snapshot = SourceSnapshot(
+            kind: .original, path: decomposedPath, size: 1, device: 1, inode: 2, modificationTimeNanoseconds: 3)
+        #expect(Array(job.snapshot!.path.utf8) == Array(decomposedPath.utf8), "kept as it was, not as the source")
+    }
+
+    /// The sharer keeps the last add's options for the next add, but not a password or headers
+    /// past the add that gave them.
+    @Test func theSharerForgetsOptionsThatHoldSecrets() {
+        var sharer = AddOptionsSharer()
+        var first = JobSpec(source: "/a", destination: "https://h/", user: "me:secret")
+        var second = JobSpec(source: "/b", destination: "https://h/", user: "me:secret")
+        sharer.share(&first)
+        sharer.forgetSecrets()
+        sharer.share(&second)
+        #expect(first.options.box !== second.options.box)
+        var third = JobSpec(source: "/c", destination: "https://h/")
+        var fourth = JobSpec(source: "/d", destination: "https://h/")
+        sharer.share(&third)
+        sharer.forgetSecrets()
+        sharer.share(&fourth)
+        #expect(third.options.box === fourth.options.box, "options without secrets are kept")
+    }
+
     /// An original's snapshot path is its source, so the job keeps none of its own.
     @Test func anOriginalsSnapshotPathIsTheSource() {
         var job = Job(id: JobID(1), spec: JobSpec(source: "/data/f.bin", destination: "file:///o/"), createdAt: .now)

@@ -40,7 +40,7 @@ struct AddRun {
 
     /// Whether the job's copy is saved by this add (not alongside, and not the original itself).
     func isSyncedHere(_ job: Job) -> Bool {
-        job.snapshotKind.map { $0 != .original } == true && growingCopies[job.id] == nil
+        job.snapshotIsCached && growingCopies[job.id] == nil
     }
 
     /// A job made that cannot be kept: its files go, and its client hears why.

@@ -62,7 +62,7 @@ struct StartupSurvey: Sendable {
         // Completed and canceled jobs are done with their copies; a kill between their final
         // record and the copy's deletion leaves one behind.
         if job.state != .completed && job.state != .canceled {
-            if let snapshot = job.snapshot, snapshot.isCached {
+            if job.snapshotIsCached, let snapshot = job.snapshot {
                 cachedFiles.insert(snapshot.path)
                 if snapshot.isPacked { packHolders[snapshot.path, default: []].insert(job.id) }
             }

@@ -100,6 +100,7 @@ extension Scheduler {
                         message: (error as? TransferFailure)?.error.message ?? "\(error)"))
             }
         }
+        addOptions.forgetSecrets()
     }
 
     /// Phase 6: the jobs in memory and in the journal, in one durable write, then in the queue.

@@ -115,7 +115,7 @@ extension Scheduler {
         takes.contains { take in
             guard let job = store.jobs[take.job] else { return take.state == .done || take.state == .uploaded }
             return job.state == .completed
-                || (!job.state.isTerminal && job.snapshotKind.map { $0 != .original } == true)
+                || (!job.state.isTerminal && job.snapshotIsCached)
         }
     }
 

@@ -146,6 +146,33 @@ struct ControlHandlerTests {
         }
     }
 
+    /// The whole list (no `limit`) is written job by job, as a page is: its bytes are those of the
+    /// list made of all its `JobInfo`s first, filters included. The positions, with a
+    /// queue that runs: `QueueDisplayTests`.
+    @Test func theWholeListWrittenJobByJobIsTheListOfItsJobInfos() async throws {
+        let harness = try await SchedulerHarness(start: false)
+        let handler = Self.handler(harness)
+        let path = try harness.directory.write("src/a.txt", "a")
+        for id in 1...6 {
+            let add =
+                #"{"jsonrpc":"2.0","id":\#(id),"method":"job.add","params":{"source":"\#(path)","destination":"file:///nowhere/"}}"#
+            _ = try await Self.answer(add, handler)
+        }
+        _ = try await Self.answer(#"{"jsonrpc":"2.0","id":9,"method":"job.pause","params":{"id":3}}"#, handler)
+        let scheduler = harness.scheduler
+        let fields = try ControlHandler.jobFields(["source", "position"])
+        let cases: [(states: [JobState]?, ids: [JobID]?, after: JobID?, fields: JobFields?)] = [
+            (nil, nil, nil, nil), ([.paused], nil, nil, nil), (nil, [JobID(5), JobID(2)], nil, nil),
+            (nil, nil, JobID(2), nil), (nil, nil, nil, fields),
+        ]
+        for filter in cases {
+            let written = await scheduler.listJSON(
+                states: filter.states, ids: filter.ids, batch: nil, after: filter.after, only: filter.fields)
+            let infos = await scheduler.list(states: filter.states, ids: filter.ids, after: filter.after)
+            #expect(written == JobList(jobs: infos).jsonBytes(only: filter.fields), "\(filter)")
+        }
+    }
+
     /// An `events.subscribe` read before its connection closed and carried out after: the closed
     /// client's unsubscribe has already run, so the subscription must not be made, or it would stay
     /// for as long as the daemon runs.

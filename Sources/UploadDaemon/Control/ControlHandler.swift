@@ -268,9 +268,8 @@ struct ControlHandler: Sendable {
             let list = try ListParams.decode(from: params).checked()
             let fields = try Self.jobFields(list.jobFields)
             guard let limit = list.limit else {
-                let jobs = await scheduler.list(
-                    states: list.states, ids: list.ids, batch: list.batch, after: list.after)
-                return JobList(jobs: jobs).jsonBytes(only: fields)
+                return await scheduler.listJSON(
+                    states: list.states, ids: list.ids, batch: list.batch, after: list.after, only: fields)
             }
             return await scheduler.listPageJSON(
                 states: list.states, batch: list.batch, after: list.after, limit: min(limit, ListParams.maxLimit),

@@ -80,9 +80,21 @@ extension Scheduler {
         -> [UInt8]
     {
         let page = store.page(states: states, batch: batch, after: after, limit: limit)
-        let positions = positions(ofWaiting: page.ids.filter { store.jobs[$0]?.state.waitsItsTurn ?? false })
-        return JobList.jsonBytes(jobCount: page.ids.count, next: page.next, only: fields) { index in
-            var job = info(for: store.jobs[page.ids[index]]!)
+        return listJSON(page.ids.map { store.jobs[$0]! }, next: page.next, only: fields)
+    }
+
+    /// All of `job.list` (no `limit`) as JSON, written as a page is: a million jobs' `JobInfo`s
+    /// made first took the daemon to 1.4 GB.
+    func listJSON(states: [JobState]?, ids: [JobID]?, batch: JobID?, after: JobID?, only fields: JobFields?)
+        -> [UInt8]
+    {
+        listJSON(store.jobs(ids: ids, states: states, batch: batch, after: after), next: nil, only: fields)
+    }
+
+    private func listJSON(_ jobs: [Job], next: JobID?, only fields: JobFields?) -> [UInt8] {
+        let positions = positions(ofWaiting: jobs.filter(\.state.waitsItsTurn).map(\.id))
+        return JobList.jsonBytes(jobCount: jobs.count, next: next, only: fields) { index in
+            var job = info(for: jobs[index])
             job.position = positions[job.id]
             return job
         }

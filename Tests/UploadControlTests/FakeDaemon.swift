@@ -13,6 +13,10 @@ final class FakeDaemon: Sendable {
     private let directory: String
     private let listener: Int32
     private let recorder = Recorder()
+    /// Signaled when the accepting thread has returned: only then is `listener` closed, or its
+    /// number, reused by the next test's fake, would be accepted on by this one's thread (which
+    /// then answered another test's requests, under load).
+    private let acceptingEnded = DispatchSemaphore(value: 0)
 
     private final class Recorder: Sendable {
         let lines = Mutex<[String]>([])
@@ -48,9 +52,11 @@ final class FakeDaemon: Sendable {
         guard listen(listener, 8) == 0 else { throw SetupError(operation: "listen") }
         let listeningSocket = listener
         let record: @Sendable (String) -> Void = { [recorder] line in recorder.lines.withLock { $0.append(line) } }
-        Thread.detachNewThread {
+        Thread.detachNewThread { [acceptingEnded] in
+            defer { acceptingEnded.signal() }
             while true {
                 let connection = accept(listeningSocket, nil, nil)
+                if connection < 0 && errno == EINTR { continue }
                 if connection < 0 { return }  // shut down
                 Thread.detachNewThread { Self.serve(connection, respond: respond, record: record) }
             }
@@ -82,6 +88,7 @@ final class FakeDaemon: Sendable {
     /// Stops accepting and removes the socket.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
+        _ = acceptingEnded.wait(timeout: .now() + 10)
         close(listener)
         unlink(socketPath)
         rmdir(directory)

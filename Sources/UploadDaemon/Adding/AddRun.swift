@@ -39,9 +39,7 @@ struct AddRun {
     }
 
     /// Whether the job's copy is saved by this add (not alongside, and not the original itself).
-    func isSyncedHere(_ job: Job) -> Bool {
-        job.snapshotIsCached && growingCopies[job.id] == nil
-    }
+    func isSyncedHere(_ job: Job) -> Bool { job.snapshotIsCached && growingCopies[job.id] == nil }
 
     /// A job made that cannot be kept: its files go, and its client hears why.
     mutating func refuse(_ index: Int, _ job: Job, _ message: String, _ error: any Error, _ snapshots: SnapshotCache) {

@@ -21,6 +21,9 @@ final class ControlConnection {
     static let maxInFlight = 256
     static let maxInFlightBytes = 1 << 20
     static let outputHighWater = 1 << 20
+    /// A line or buffer this big, once freed, is worth a trim of the heap (`HeapTrimmer`): glibc
+    /// keeps freed blocks under `HeapTrimmer.mapOfItsOwn` until a trim gives them back.
+    static let trimAfterFreeing = outputHighWater / 2
     static let maxOutput = 16 << 20
     /// A subscriber this far behind gets `events.overflow` instead of more events, and is closed.
     static let maxEventBacklog = 4 << 20
@@ -249,9 +252,8 @@ final class ControlConnection {
         guard !isClosed else { return }
         isClosed = true
         // A client cut off with a long unfinished line, or much unread output, leaves big blocks
-        // freed on the heap: glibc keeps them (blocks under `HeapTrimmer.mapOfItsOwn` are not
-        // mapped on their own) until a trim gives them back.
-        if framer.bufferCapacity + output.capacity >= Self.outputHighWater / 2 { HeapTrimmer.trimSoon() }
+        // freed on the heap.
+        if framer.bufferCapacity + output.capacity >= Self.trimAfterFreeing { HeapTrimmer.trimSoon() }
         watcher.forget(fd)
         close(fd)
         reportHeldBytes()
@@ -298,7 +300,7 @@ final class ControlConnection {
                 case .line(let line):
                     if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
                     // Its buffer is freed once the request is done, as a closed client's is.
-                    if line.count >= Self.outputHighWater / 2 { HeapTrimmer.trimSoon() }
+                    if line.count >= Self.trimAfterFreeing { HeapTrimmer.trimSoon() }
                     waitingLines.append(line)
                 case .tooLong:
                     let error = RPCError.invalidRequest(

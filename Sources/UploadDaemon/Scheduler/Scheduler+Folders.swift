@@ -114,8 +114,7 @@ extension Scheduler {
     private func hasUploadedOrWillUpload(_ takes: [(job: JobID, state: FolderFileState)]) -> Bool {
         takes.contains { take in
             guard let job = store.jobs[take.job] else { return take.state == .done || take.state == .uploaded }
-            return job.state == .completed
-                || (!job.state.isTerminal && job.snapshotIsCached)
+            return job.state == .completed || (!job.state.isTerminal && job.snapshotIsCached)
         }
     }
 

@@ -71,21 +71,46 @@ public final class UploaddClient: Sendable {
 
     public func add(_ params: AddParams) async throws -> JobInfo { try await call(.add, params, as: JobInfo.self) }
 
-    /// Adds many files in batches of `chunk` requests, as one batch of jobs (the first job starts
-    /// it, the others join it): the added jobs, and for each file that was not added, why.
+    /// Adds many files, `chunk` a request, as one batch of jobs (the first job starts it, the
+    /// others join it): the added jobs, and for each file that was not added, why (with `index`,
+    /// its place in `files`, when it went in `sources`). Files whose
+    /// params differ only in their source, identity and destination go as one `job.add` of
+    /// `sources` each request; to a daemon older than `sources`, one `job.add` per file.
     public func add(_ files: [AddParams], chunk: Int = 500) async throws -> (jobs: [JobInfo], errors: [JobFailure]) {
         var jobs: [JobInfo] = []
         var errors: [JobFailure] = []
         var batch: JobID?
         var rest = files[...]
+        var sendsSources = true
         while !rest.isEmpty {
-            let take = batch == nil ? 1 : chunk
-            let slice = rest.prefix(take).map { params in
-                var params = params
-                if let batch { params.batch = batch } else { params.newBatch = true }
-                return params
+            let take = batch == nil ? 1 : max(1, min(chunk, AddParams.maxSources))
+            var slice = Array(rest.prefix(take))
+            for index in slice.indices {
+                if let batch { slice[index].batch = batch } else { slice[index].newBatch = true }
             }
+            let offset = rest.startIndex  // the slice's place in `files`
             rest = rest.dropFirst(take)
+            if sendsSources, let requests = Self.sourcesRequests(slice) {
+                do {
+                    for (run, params) in requests {
+                        do {
+                            let answer = try await call(.add, params, as: JobList.self)
+                            jobs += answer.jobs
+                            errors += (answer.errors ?? []).map { failure in
+                                var failure = failure
+                                failure.index = failure.index.map { offset + run.lowerBound + $0 }
+                                return failure
+                            }
+                            batch = batch ?? answer.jobs.first.map { $0.batch ?? $0.id }
+                        } catch let error as RPCError where !error.refusesUnknownKey("sources") {
+                            errors += slice[run].map { JobFailure(source: $0.source, error: error) }
+                        }
+                    }
+                    continue
+                } catch let error as RPCError where error.refusesUnknownKey("sources") {
+                    sendsSources = false  // only the first request can meet it: nothing was added
+                }
+            }
             let outcomes = try await callBatch(
                 try slice.map { (method: ControlMethod.add, params: try JSONValue(encoding: $0)) })
             for (params, outcome) in zip(slice, outcomes) {
@@ -100,6 +125,37 @@ public final class UploaddClient: Sendable {
             }
         }
         return (jobs, errors)
+    }
+
+    /// `job.add` requests of `sources` for `files`, each with the files it names, when they differ
+    /// only in their source, identity and destination (no client token: one names one job); nil
+    /// otherwise.
+    private static func sourcesRequests(_ files: [AddParams]) -> [(files: Range<Int>, params: JSONValue)]? {
+        guard var template = files.first, template.clientToken == nil else { return nil }
+        let destination = template.destination
+        template.source = ""
+        template.sourceIdentity = nil
+        let sources = files.map { file in
+            var shared = file
+            shared.source = ""
+            shared.sourceIdentity = nil
+            shared.destination = destination
+            return shared == template
+                ? AddSource(
+                    source: file.source, sourceIdentity: file.sourceIdentity,
+                    destination: file.destination == destination ? nil : file.destination) : nil
+        }
+        guard sources.allSatisfy({ $0 != nil }), var object = try? JSONValue(encoding: template).objectValue else {
+            return nil
+        }
+        object["source"] = nil
+        object["source_identity"] = nil
+        let all = sources.map { $0! }
+        return AddSource.requests(all).map { run in
+            var params = object
+            params["sources"] = .array(all[run].map(\.json))
+            return (run, .object(params))
+        }
     }
 
     public func get(_ id: JobID) async throws -> JobInfo {

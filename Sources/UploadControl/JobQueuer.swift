@@ -49,6 +49,9 @@ struct JobQueuer {
     /// Whether each file's identity goes with it: not to a daemon older than `source_identity`,
     /// which would refuse the add (and cannot check it either).
     private var sendsIdentities = true
+    /// Whether a request's files go in one `job.add` of `sources`, not one `job.add` each: not to
+    /// a daemon older than `sources`.
+    private var sendsSources = true
 
     init(connection: DaemonConnection, context: CommandContext, template: AddParams, onlyOneFile: String? = nil) {
         self.connection = connection
@@ -140,7 +143,18 @@ struct JobQueuer {
     }
 
     private mutating func calls(for requests: [AddParams]) throws -> [(method: ControlMethod, params: JSONValue)] {
-        let shared = try sharedParams(requests[0])
+        var shared = try sharedParams(requests[0])
+        if sendsSources {
+            shared["destination"] = .string(requests[0].destination)
+            shared["source"] = nil
+            shared["source_identity"] = nil
+            let files = sources(of: requests)
+            return AddSource.requests(files).map { run in
+                var params = shared
+                params["sources"] = .array(files[run].map(\.json))
+                return (method: ControlMethod.add, params: JSONValue.object(params))
+            }
+        }
         return requests.map { params in
             var object = shared
             object["source"] = .string(params.source)
@@ -152,10 +166,25 @@ struct JobQueuer {
         }
     }
 
+    /// The files of one request as `sources`: the first file's destination is the request's, and a
+    /// file with another (in a sub-folder) names its own.
+    private func sources(of requests: [AddParams]) -> [AddSource] {
+        let destination = requests[0].destination
+        return requests.map { params in
+            AddSource(
+                source: params.source, sourceIdentity: sendsIdentities ? params.sourceIdentity : nil,
+                destination: params.destination == destination ? nil : params.destination)
+        }
+    }
+
     /// Stops sending a key an older daemon refused: `job_fields` (it then answers whole jobs) or
     /// `source_identity` (it then opens the path as it finds it, as it always did). False when
     /// the refusal is of something else.
     private mutating func dropKey(refusedBy refusal: RPCError) -> Bool {
+        if sendsSources, refusal.refusesUnknownKey("sources") {
+            sendsSources = false
+            return true
+        }
         if answerFields != nil, refusal.refusesUnknownKey("job_fields") {
             answerFields = nil
             return true
@@ -178,7 +207,11 @@ struct JobQueuer {
             outcomes = try connection.callBatch(calls(for: requests))
         }
         var ids: [String] = []
-        for (params, outcome) in zip(requests, outcomes) {
+        for (params, outcome) in zip(
+            requests,
+            try Self.eachFile(
+                outcomes, count: requests.count, runs: sendsSources ? AddSource.requests(sources(of: requests)) : nil))
+        {
             switch outcome {
             case .success(let result):
                 let job: AddedJob
@@ -213,6 +246,51 @@ struct JobQueuer {
     }
 }
 
+extension JobQueuer {
+    /// Each file's outcome, in order: its job, or why it was not added. With `sources`, each run
+    /// of files (`runs`) has one answer: the jobs added, in order, and the failures by place.
+    fileprivate static func eachFile(
+        _ outcomes: [Result<RPCResult, RPCError>], count: Int, runs: [Range<Int>]?
+    ) throws -> [Result<JSONValue, RPCError>] {
+        guard let runs else { return outcomes.map { outcome in outcome.map { (try? $0.value()) ?? .null } } }
+        var each: [Result<JSONValue, RPCError>] = []
+        each.reserveCapacity(count)
+        for (run, outcome) in zip(runs, outcomes) {
+            switch outcome {
+            case .failure(let error): each += Array(repeating: .failure(error), count: run.count)
+            case .success(let result): each += try eachFile(of: result.value().objectValue, count: run.count)
+            }
+        }
+        return each
+    }
+
+    /// The outcome of each of `count` files from the answer to one `job.add` of `sources`.
+    private static func eachFile(of answer: [String: JSONValue]?, count: Int) throws -> [Result<JSONValue, RPCError>] {
+        guard case .array(let jobs)? = answer?["jobs"] else {
+            throw ControlClientError.unexpectedAnswer("job.add of sources returned no jobs")
+        }
+        var each = [Result<JSONValue, RPCError>?](repeating: nil, count: count)
+        if case .array(let errors)? = answer?["errors"] {
+            for error in errors {
+                guard let error = error.objectValue, case .number(let place)? = error["index"],
+                    let index = Int(exactly: place), each.indices.contains(index),
+                    case .number(let number)? = error["code"], let code = Int(exactly: number),
+                    case .string(let message)? = error["message"]
+                else { throw ControlClientError.unexpectedAnswer("job.add of sources returned an error of no file") }
+                each[index] = .failure(RPCError(code: code, message: message))
+            }
+        }
+        var added = jobs.makeIterator()
+        for index in each.indices where each[index] == nil {
+            guard let job = added.next() else {
+                throw ControlClientError.unexpectedAnswer("job.add of sources returned fewer jobs than files")
+            }
+            each[index] = .success(job)
+        }
+        return each.map { $0! }
+    }
+}
+
 /// What `add` needs of an added job.
 private struct AddedJob {
     var id: JobID
@@ -220,8 +298,8 @@ private struct AddedJob {
 
     /// Read straight from the answer's JSON: through the generic decoder, a fifteenth of `add`'s
     /// CPU. Nil when `id` is not a job's ID, or `batch` is there and not one.
-    init?(_ result: RPCResult) {
-        guard case .object(let job)? = try? result.value(), let id = Self.jobID(job["id"]) else { return nil }
+    init?(_ result: JSONValue) {
+        guard case .object(let job) = result, let id = Self.jobID(job["id"]) else { return nil }
         self.id = id
         switch job["batch"] {
         case nil, .null?: batch = nil

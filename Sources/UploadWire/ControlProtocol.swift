@@ -201,7 +201,7 @@ extension StrictParams {
 }
 
 /// `job.add` params: the same names as uploadctl's options.
-public struct AddParams: Codable, Sendable, StrictParams {
+public struct AddParams: Codable, Sendable, Equatable, StrictParams {
     public var source: String
     /// The file the client checked at `source` (`SourceIdentity`): the daemon refuses whatever
     /// else it finds there. Clients that walk folders others can write to must send it.

@@ -45,6 +45,8 @@ public struct HelloInfo: Codable, Sendable {
         /// Watched folders: `folder.list`, `folder.pause`, `folder.resume`, and `folder` in the
         /// job objects of their jobs.
         case folders
+        /// `job.add` takes `sources`: many files in one request (`AddParams.readSources`).
+        case sources
     }
 
     enum CodingKeys: String, CodingKey {

@@ -221,6 +221,10 @@ extension JobList {
                     writer.key("id")
                     writer.integer(id.rawValue)
                 }
+                if let index = failure.index {
+                    writer.key("index")
+                    writer.integer(index)
+                }
                 writer.key("message")
                 writer.string(failure.message)
                 if let source = failure.source {

@@ -21,12 +21,15 @@ public struct JobList: Codable, Sendable {
 public struct JobFailure: Codable, Sendable, Equatable {
     public var id: JobID?
     public var source: String?
+    /// For a `job.add` of `sources`: the file's place in them, from 0.
+    public var index: Int?
     public var code: Int
     public var message: String
 
-    public init(id: JobID? = nil, source: String? = nil, error: RPCError) {
+    public init(id: JobID? = nil, source: String? = nil, index: Int? = nil, error: RPCError) {
         self.id = id
         self.source = source
+        self.index = index
         self.code = error.code
         self.message = error.message
     }

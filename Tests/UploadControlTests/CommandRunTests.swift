@@ -46,6 +46,60 @@ import UploadWire
         #expect(requests.allSatisfy { $0.params?.objectValue?["job_fields"] == .array([.string("batch")]) })
         #expect(requests[1].params?.objectValue?["headers"] == .array([.string("A: 1")]), "the template's keys")
         #expect(requests[1].params?.objectValue?["new_batch"] == nil)
+        #expect(daemon.refusedSourcesLines == 1, "a daemon older than sources refused the first request")
+    }
+
+    /// To a daemon that takes `sources`, a request's files go in one `job.add`: the template once,
+    /// each file by its path (with its own destination only when it differs), one answer of jobs
+    /// and errors by place.
+    @Test func addSendsEachRequestsFilesAsOneAddOfSources() throws {
+        let nextID = Mutex<UInt64>(20)
+        let daemon = try FakeDaemon(speaksSources: true) { line in
+            let request = Wire.requests(line)[0]
+            guard case .array(let sources)? = request.params?.objectValue?["sources"] else {
+                return [Wire.error(id: request.id, RPCError.invalidParams("no sources"))]
+            }
+            var jobs: [JobInfo] = []
+            var errors: [JobFailure] = []
+            for (index, source) in sources.enumerated() {
+                let path = source.objectValue?["source"] ?? source
+                if path == .string("/work/b.bad") {
+                    errors.append(
+                        JobFailure(
+                            source: "/work/b.bad", index: index,
+                            error: RPCError(code: -32003, message: "cannot open /work/b.bad")))
+                    continue
+                }
+                var job = sampleJob(
+                    id: nextID.withLock {
+                        $0 += 1; return $0 - 1
+                    }, state: .queued)
+                job.batch = JobID(20)
+                jobs.append(job)
+            }
+            return [Wire.result(id: request.id, JobList(jobs: jobs, errors: errors))]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        let status = run(
+            ["add", "a.mp4", "b.bad", "/abs/c.mp4", "d.mp4", "--to", "https://h/", "--header", "A: 1"],
+            daemon: daemon, output: output)
+        #expect(status == .failure)
+        #expect(output.standardOutput == "20\n21\n22\n")
+        #expect(output.standardError == "uploadctl: /work/b.bad: cannot open /work/b.bad\n")
+        let requests = daemon.requestLines.flatMap { Wire.requests($0) }
+        #expect(requests.map(\.method) == ["job.add", "job.add"])
+        let first = try #require(requests.first?.params?.objectValue)
+        #expect(first["sources"] == .array([.string("/work/a.mp4")]))
+        #expect(first["new_batch"] == .bool(true))
+        #expect(first["source"] == nil)
+        #expect(first["destination"] == .string("https://h/"))
+        let second = try #require(requests.last?.params?.objectValue)
+        #expect(second["sources"] == .array([.string("/work/b.bad"), .string("/abs/c.mp4"), .string("/work/d.mp4")]))
+        #expect(second["batch"] == .number(20))
+        #expect(second["headers"] == .array([.string("A: 1")]))
+        #expect(second["job_fields"] == .array([.string("batch")]))
+        #expect(daemon.refusedSourcesLines == 0)
     }
 
     /// A long add starts small, so that the first uploads start after a few copies, and sends its

@@ -20,6 +20,7 @@ final class FakeDaemon: Sendable {
 
     private final class Recorder: Sendable {
         let lines = Mutex<[String]>([])
+        let refusedSources = Mutex(0)
     }
 
     /// Which call failed while the fake was set up, and its errno (0: none set).
@@ -30,7 +31,11 @@ final class FakeDaemon: Sendable {
 
     static let hangUp = "<hang up>"
 
-    init(respond: @escaping @Sendable (String) -> [String]?) throws {
+    /// `speaksSources`: `respond` gets `job.add` requests of `sources`. Without it, the fake is a
+    /// daemon older than them, as most tests here were written for: it refuses them itself, as
+    /// such a daemon does ("unknown key 'sources'"), and the line is not among `requestLines`
+    /// (`refusedSourcesLines` counts them).
+    init(speaksSources: Bool = false, respond: @escaping @Sendable (String) -> [String]?) throws {
         var template = Array("/tmp/uploadctl-test-XXXXXX".utf8CString)
         guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw SetupError(operation: "mkdtemp")
@@ -51,14 +56,24 @@ final class FakeDaemon: Sendable {
         guard bound == 0 else { throw SetupError(operation: "bind") }
         guard listen(listener, 8) == 0 else { throw SetupError(operation: "listen") }
         let listeningSocket = listener
-        let record: @Sendable (String) -> Void = { [recorder] line in recorder.lines.withLock { $0.append(line) } }
+        let record: @Sendable (String) -> Void = { [recorder] line in
+            if !speaksSources, Wire.refusingSources(line) != nil {
+                recorder.refusedSources.withLock { $0 += 1 }
+            } else {
+                recorder.lines.withLock { $0.append(line) }
+            }
+        }
+        let answer: @Sendable (String) -> [String]? = { line in
+            if !speaksSources, let refusal = Wire.refusingSources(line) { return [refusal] }
+            return respond(line)
+        }
         Thread.detachNewThread { [acceptingEnded] in
             defer { acceptingEnded.signal() }
             while true {
                 let connection = accept(listeningSocket, nil, nil)
                 if connection < 0 && errno == EINTR { continue }
                 if connection < 0 { return }  // shut down
-                Thread.detachNewThread { Self.serve(connection, respond: respond, record: record) }
+                Thread.detachNewThread { Self.serve(connection, respond: answer, record: record) }
             }
         }
     }
@@ -84,6 +99,8 @@ final class FakeDaemon: Sendable {
 
     /// Every request line received so far, in order.
     var requestLines: [String] { recorder.lines.withLock { $0 } }
+    /// The lines of `sources` refused as an older daemon refuses them (not in `requestLines`).
+    var refusedSourcesLines: Int { recorder.refusedSources.withLock { $0 } }
 
     /// Stops accepting and removes the socket.
     func stop() {
@@ -133,6 +150,16 @@ enum Wire {
         let data = Data(line.utf8)
         if let batch = try? JSONCoding.decoder.decode([RPCRequest].self, from: data) { return batch }
         return (try? [JSONCoding.decoder.decode(RPCRequest.self, from: data)]) ?? []
+    }
+
+    /// An older daemon's answer to a line of `job.add` requests of `sources`; nil for other lines.
+    static func refusingSources(_ line: String) -> String? {
+        let requests = requests(line)
+        guard requests.contains(where: { $0.method == "job.add" && $0.params?.objectValue?["sources"] != nil }) else {
+            return nil
+        }
+        let answers = requests.map { error(id: $0.id, RPCError.invalidParams("unknown key 'sources'")) }
+        return answers.count == 1 && !line.hasPrefix("[") ? answers[0] : "[" + answers.joined(separator: ",") + "]"
     }
 
     static func result(id: JSONValue?, _ value: some Encodable) -> String {

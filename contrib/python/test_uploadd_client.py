@@ -198,9 +198,11 @@ class SocketLocationTests(unittest.TestCase):
 
 
 class FakeDaemon:
-    """A Unix socket that answers the first request line of each connection with scripted lines."""
+    """A Unix socket that answers the first request line of each connection with scripted lines
+    (``every_line``: each line, until the client closes; a batch line is one request, a list)."""
 
-    def __init__(self, lines_for_request):
+    def __init__(self, lines_for_request, every_line: bool = False):
+        self.every_line = every_line
         self.folder = tempfile.mkdtemp(prefix="uploadd-fake-")
         self.path = self.folder + "/s.sock"
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -220,6 +222,8 @@ class FakeDaemon:
             self._answer(connection)
 
     def _answer(self, connection) -> None:
+        if self.every_line:
+            return self._answer_each(connection)
         with connection:
             data = b""
             while b"\n" not in data:
@@ -232,6 +236,21 @@ class FakeDaemon:
             for item in self.lines_for_request(request):
                 connection.sendall(json.dumps(item).encode() + b"\n")
             time.sleep(0.5)
+
+    def _answer_each(self, connection) -> None:
+        with connection:
+            data = b""
+            while True:
+                while b"\n" not in data:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                line, data = data.split(b"\n", 1)
+                request = json.loads(line)
+                self.requests.append(request)
+                for item in self.lines_for_request(request):
+                    connection.sendall(json.dumps(item).encode() + b"\n")
 
     def close(self) -> None:
         self.server.close()
@@ -291,6 +310,52 @@ class EventStreamLogicTests(unittest.TestCase):
         self.assertEqual([r["method"] for r in fake.requests], ["events.subscribe", "events.subscribe"])
         self.assertEqual(fake.requests[0]["params"]["states"], ["canceled", "completed", "failed", "queued"])
         self.assertNotIn("states", fake.requests[1]["params"])
+
+    def test_add_many_sends_sources_and_falls_back_when_a_daemon_refuses_them(self) -> None:
+        next_id = [10]
+
+        def job(source):
+            next_id[0] += 1
+            return {"id": next_id[0] - 1, "state": "queued", "batch": 10, "source": source}
+
+        def older(request):  # as a daemon from before sources answers
+            if isinstance(request, dict):
+                return [{"jsonrpc": "2.0", "id": request["id"],
+                         "error": {"code": -32602, "message": "invalid params: unknown key 'sources'"}}]
+            return [[{"jsonrpc": "2.0", "id": r["id"], "result": job(r["params"]["source"])} for r in request]]
+
+        def newer(request):
+            params = request["params"]
+            sources = [s if isinstance(s, str) else s["source"] for s in params["sources"]]
+            return [{"jsonrpc": "2.0", "id": request["id"], "result": {
+                "jobs": [job(s) for s in sources if s != "/x/bad"],
+                "errors": [{"index": i, "source": s, "code": -32003, "message": "cannot open " + s}
+                           for i, s in enumerate(sources) if s == "/x/bad"]}}]
+
+        for script, methods in ((newer, ["job.add", "job.add"]), (older, ["job.add", "batch"])):
+            next_id[0] = 10
+            fake = FakeDaemon(script, every_line=True)
+            self.addCleanup(fake.close)
+            client = ud.Client(fake.path)
+            self.addCleanup(client.close)
+            paths = ["/x/a", "/x/bad", "/x/c"] if script is newer else ["/x/a", "/x/c"]
+            jobs, errors = client.add_many(paths, "file:///out/", source_identity=lambda p: "1:2")
+            self.assertEqual([j["source"] for j in jobs], ["/x/a", "/x/c"])
+            self.assertEqual([j["batch"] for j in jobs], [10, 10])
+            self.assertEqual([r["method"] if isinstance(r, dict) else "batch" for r in fake.requests][:2],
+                             methods[:2])
+            first = fake.requests[0]["params"]
+            self.assertEqual(first["sources"], [{"source": "/x/a", "source_identity": "1:2"}])
+            self.assertTrue(first["new_batch"])
+            self.assertNotIn("source", first)
+            if script is newer:
+                self.assertEqual(errors, [{"source": "/x/bad", "code": -32003, "message": "cannot open /x/bad"}])
+                self.assertEqual(fake.requests[1]["params"]["batch"], 10)
+                self.assertEqual(len(fake.requests[1]["params"]["sources"]), 2)
+            else:
+                self.assertEqual(errors, [])
+                self.assertEqual(fake.requests[1][0]["params"]["source"], "/x/a", "sent again, one add per file")
+                self.assertEqual(fake.requests[2][0]["params"]["batch"], 10)
 
     def test_wait_cut_off_by_overflow_goes_on_and_a_job_removed_meanwhile_has_ended(self) -> None:
         def script(request):

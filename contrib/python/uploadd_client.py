@@ -70,6 +70,26 @@ MAX_LINE_LENGTH = 1 << 20
 #: How many ``job.add`` calls ``Client.add_many`` puts in one JSON-RPC batch.
 ADD_BATCH_SIZE = 500
 
+#: The most bytes of ``sources`` one ``job.add`` carries: half the daemon's limit of a request line
+#: (1 MiB), the rest is room for the shared options.
+SOURCES_BYTES = 512 * 1024
+
+
+def _runs_of_sources(sources: list) -> list[list]:
+    """``sources`` cut into runs of at most ``SOURCES_BYTES`` of JSON each (long paths would
+    overflow a line)."""
+    runs: list[list] = []
+    size = 0
+    for item in sources:
+        item_size = len(_encode(item)) + 1
+        if runs and size + item_size <= SOURCES_BYTES:
+            runs[-1].append(item)
+            size += item_size
+        else:
+            runs.append([item])
+            size = item_size
+    return runs
+
 #: Every job state. queued/running/paused are live; the others are terminal.
 JOB_STATES = ("queued", "running", "paused", "completed", "failed", "canceled")
 #: States in which a job does nothing more (until it is retried or removed).
@@ -896,6 +916,18 @@ class Client:
     #: Whether ``job.add`` carries ``source_identity``: cleared when an older daemon refuses it.
     _sends_identity = True
 
+    #: Whether ``add_many`` sends a chunk as one ``job.add`` of ``sources``: cleared when an older
+    #: daemon refuses it.
+    _sends_sources = True
+
+    def _refuses_sources(self, error: UploaddError) -> bool:
+        """Whether ``error`` is an older daemon refusing ``sources``; if so it is not sent again."""
+        if (self._sends_sources and error.code == CODE_INVALID_PARAMS
+                and "unknown key 'sources'" in error.message):
+            self._sends_sources = False
+            return True
+        return False
+
     def _refuses_identity(self, error: Any) -> bool:
         """Whether ``error`` is an older daemon refusing ``source_identity``; if so it is not sent again."""
         if (self._sends_identity and isinstance(error, UploaddError) and error.code == CODE_INVALID_PARAMS
@@ -985,7 +1017,9 @@ class Client:
         iterable (a generator walking a folder): files are sent as they come, 500 at a time.
 
         The first file that can be added starts the batch (``new_batch``); the others join it
-        (``batch`` = that job's ID), in JSON-RPC batches of 500, so the jobs keep the order given.
+        (``batch`` = that job's ID), 500 files a request (one ``job.add`` of ``sources``, or a
+        JSON-RPC batch of one ``job.add`` per file for a daemon older than ``sources`` or when
+        ``client_token`` or ``metadata`` differ per file), so the jobs keep the order given.
         ``jobs`` are the added job dicts (all with the same ``batch``), ``errors`` one
         ``{"source", "code", "message"}`` per file that could not be added (the others were).
 
@@ -1011,8 +1045,44 @@ class Client:
             return self._add_params(path, target, {**options, **extra})
 
         pending: list[dict] = []
+        # Only the identity may differ per file in one request of sources.
+        shares_options = not (set(per_path) - {"source_identity"})
 
         def send(chunk: list[dict]) -> None:
+            if shares_options and self._sends_sources and send_as_sources(chunk):
+                return
+            send_each(chunk)
+
+        def send_as_sources(chunk: list[dict]) -> bool:
+            """One ``job.add`` of ``sources``; False when the daemon is older than them."""
+            nonlocal batch_id
+            params = {k: v for k, v in chunk[0].items() if k not in ("source", "source_identity")}
+            shared = params["destination"]
+            sources: list[Any] = []
+            for p in chunk:
+                one = {k: p[k] for k in ("source", "source_identity") if p.get(k) is not None}
+                if p["destination"] != shared:
+                    one["destination"] = p["destination"]
+                sources.append(one if len(one) > 1 else one["source"])
+            for run in _runs_of_sources(sources):
+                try:
+                    answer = self.call("job.add", dict(params, sources=run))
+                except UploaddError as error:
+                    if self._refuses_sources(error):
+                        return False  # only the first request meets it: nothing was added
+                    errors.extend({"source": s if isinstance(s, str) else s["source"], "code": error.code,
+                                   "message": error.message} for s in run)
+                    continue
+                for failure in answer.get("errors", []):
+                    errors.append({"source": failure["source"], "code": failure["code"],
+                                   "message": failure["message"]})
+                for job in answer["jobs"]:
+                    if batch_id is None:
+                        batch_id = job.get("batch") or job["id"]
+                    jobs.append(job)
+            return True
+
+        def send_each(chunk: list[dict]) -> None:
             nonlocal batch_id
             outcomes = self.batch([("job.add", p) for p in chunk])
             if outcomes and self._refuses_identity(outcomes[0]):

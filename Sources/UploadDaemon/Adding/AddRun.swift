@@ -17,6 +17,10 @@ struct AddRun {
     let batch: [AddParams]
     /// Set for files a watched folder hands over; nil for a client's add.
     var folder: FolderOrigin?
+    /// Whether the requests that say `new_batch` share the batch the first of them starts.
+    var startsOneBatch = false
+    /// That batch, once started.
+    var startedBatch: JobID?
     /// Each request's answer, once it has one.
     var results: [Result<JobInfo, RPCError>?]
     /// Requests whose checks passed, for their source's check.

@@ -248,6 +248,11 @@ struct ControlHandler: Sendable {
             }
             return try encodeResult(info)
         case .add:
+            if let many = try AddParams.readSources(from: params) {
+                let fields = try Self.jobFields(many.template.jobFields)
+                let outcomes = await scheduler.add(many.files, turn: client.turn, startsOneBatch: true)
+                return Self.addedList(outcomes, of: many.files, only: fields)
+            }
             let add = try AddParams.read(from: params)
             let fields = try Self.jobFields(add.jobFields)
             return try await scheduler.add(add, turn: client.turn).jsonBytes(only: fields)
@@ -328,6 +333,23 @@ struct ControlHandler: Sendable {
     }
 
     private static let emptyObject = Array("{}".utf8)
+
+    /// The answer to a `job.add` of `sources`: the jobs added, in order, and for each file that
+    /// was not, its place, its path and why.
+    private static func addedList(
+        _ outcomes: [Result<JobInfo, RPCError>], of files: [AddParams], only fields: JobFields?
+    ) -> [UInt8] {
+        var jobs: [JobInfo] = []
+        jobs.reserveCapacity(outcomes.count)
+        var errors: [JobFailure] = []
+        for (index, outcome) in outcomes.enumerated() {
+            switch outcome {
+            case .success(let job): jobs.append(job)
+            case .failure(let error): errors.append(JobFailure(source: files[index].source, index: index, error: error))
+            }
+        }
+        return JobList(jobs: jobs, errors: errors).jsonBytes(only: fields)
+    }
 
     /// `job.delete` takes `id`, `ids` or `batch`, one way only. It removes files from servers, so
     /// what it cannot honour is refused, never ignored: a `states` ignored with `batch` deleted the

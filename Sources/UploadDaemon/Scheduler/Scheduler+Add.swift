@@ -20,10 +20,14 @@ extension Scheduler {
     /// The phases, each a method below, in order: the requests, the sources, the IDs, the copies,
     /// saving the copies, the journal, the answers. A request that fails a phase has its answer
     /// and goes no further.
-    func add(_ batch: [AddParams], turn: AddTurn? = nil, origin: AddRun.FolderOrigin? = nil) async -> [Result<
-        JobInfo, RPCError
-    >] {
+    ///
+    /// `startsOneBatch`: the requests that say `new_batch` start one batch together (the first
+    /// one added starts it), as the files of one `job.add` of `sources` do.
+    func add(
+        _ batch: [AddParams], turn: AddTurn? = nil, origin: AddRun.FolderOrigin? = nil, startsOneBatch: Bool = false
+    ) async -> [Result<JobInfo, RPCError>] {
         var run = AddRun(batch, folder: origin)
+        run.startsOneBatch = startsOneBatch
         checkRequests(&run)
         // Checked before IDs are handed out, so a mistyped path leaves no gap in the IDs.
         let originals = await run.checkSources(dependencies.snapshots)
@@ -77,8 +81,13 @@ extension Scheduler {
             case .success(let original):
                 var spec = item.spec
                 if run.batch[item.index].newBatch == true {
-                    spec.batch = JobID(reservedNextID)
-                    knownBatches.insert(JobID(reservedNextID))
+                    if run.startsOneBatch, let started = run.startedBatch {
+                        spec.batch = started
+                    } else {
+                        spec.batch = JobID(reservedNextID)
+                        knownBatches.insert(JobID(reservedNextID))
+                        run.startedBatch = spec.batch
+                    }
                 }
                 if var folder = run.folder {
                     if folder.batch == nil {

@@ -103,7 +103,7 @@ public final class UploaddClient: Sendable {
                             }
                             batch = batch ?? answer.jobs.first.map { $0.batch ?? $0.id }
                         } catch let error as RPCError where !error.refusesUnknownKey("sources") {
-                            errors += slice[run].map { JobFailure(source: $0.source, error: error) }
+                            errors += run.map { JobFailure(source: slice[$0].source, index: offset + $0, error: error) }
                         }
                     }
                     continue
@@ -151,7 +151,8 @@ public final class UploaddClient: Sendable {
         object["source"] = nil
         object["source_identity"] = nil
         let all = sources.map { $0! }
-        return AddSource.requests(all).map { run in
+        guard let sharedBytes = try? JSONValue.object(object).jsonBytes().count else { return nil }
+        return AddSource.requests(all, sharedBytes: sharedBytes).map { run in
             var params = object
             params["sources"] = .array(all[run].map(\.json))
             return (run, .object(params))

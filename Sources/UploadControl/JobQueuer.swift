@@ -50,8 +50,8 @@ struct JobQueuer {
     /// which would refuse the add (and cannot check it either).
     private var sendsIdentities = true
     /// Whether a request's files go in one `job.add` of `sources`, not one `job.add` each: not to
-    /// a daemon older than `sources`.
-    private var sendsSources = true
+    /// a daemon older than `sources`, nor with a client token (which names one job).
+    private var sendsSources: Bool
 
     init(connection: DaemonConnection, context: CommandContext, template: AddParams, onlyOneFile: String? = nil) {
         self.connection = connection
@@ -60,6 +60,7 @@ struct JobQueuer {
         self.onlyOneFile = onlyOneFile
         showsProgress = !context.json && isatty(STDERR_FILENO) == 1
         answerFields = context.json ? nil : ["batch"]
+        sendsSources = template.clientToken == nil
     }
 
     /// Queues one file for `destination`, the file `identity` (what its check found); sends a
@@ -124,7 +125,7 @@ struct JobQueuer {
                 try start([first])
                 try readOldestAnswers()
             } else {
-                let requests = pending.prefix(nextRequestSize).map { params in
+                let requests = pending.prefix(try filesInNextRequest()).map { params in
                     var params = params
                     params.batch = batch
                     return params
@@ -145,15 +146,10 @@ struct JobQueuer {
     private mutating func calls(for requests: [AddParams]) throws -> [(method: ControlMethod, params: JSONValue)] {
         var shared = try sharedParams(requests[0])
         if sendsSources {
-            shared["destination"] = .string(requests[0].destination)
-            shared["source"] = nil
-            shared["source_identity"] = nil
-            let files = sources(of: requests)
-            return AddSource.requests(files).map { run in
-                var params = shared
-                params["sources"] = .array(files[run].map(\.json))
-                return (method: ControlMethod.add, params: JSONValue.object(params))
-            }
+            shared = sourcesTemplate(shared, destination: requests[0].destination)
+            shared["sources"] = .array(sources(of: requests).map(\.json))
+            // One request on a line of its own: the daemon takes its IDs in the turn of that line.
+            return [(method: ControlMethod.add, params: JSONValue.object(shared))]
         }
         return requests.map { params in
             var object = shared
@@ -164,6 +160,25 @@ struct JobQueuer {
             object["destination"] = .string(params.destination)
             return (method: ControlMethod.add, params: JSONValue.object(object))
         }
+    }
+
+    /// How many of the waiting files the next request takes: `nextRequestSize`, or fewer when
+    /// their `sources` would not fit one request line (`AddSource.requests`).
+    private mutating func filesInNextRequest() throws -> Int {
+        let files = Array(pending.prefix(nextRequestSize))
+        guard sendsSources, !files.isEmpty else { return files.count }
+        let shared = sourcesTemplate(try sharedParams(files[0]), destination: files[0].destination)
+        let sharedBytes = try JSONValue.object(shared).jsonBytes().count
+        return AddSource.requests(sources(of: files), sharedBytes: sharedBytes).first?.count ?? files.count
+    }
+
+    /// The params a request's files share, in a `job.add` of `sources`.
+    private func sourcesTemplate(_ shared: [String: JSONValue], destination: String) -> [String: JSONValue] {
+        var shared = shared
+        shared["destination"] = .string(destination)
+        shared["source"] = nil
+        shared["source_identity"] = nil
+        return shared
     }
 
     /// The files of one request as `sources`: the first file's destination is the request's, and a
@@ -207,11 +222,8 @@ struct JobQueuer {
             outcomes = try connection.callBatch(calls(for: requests))
         }
         var ids: [String] = []
-        for (params, outcome) in zip(
-            requests,
-            try Self.eachFile(
-                outcomes, count: requests.count, runs: sendsSources ? AddSource.requests(sources(of: requests)) : nil))
-        {
+        let each = try Self.eachFile(outcomes, count: requests.count, asSources: sendsSources)
+        for (params, outcome) in zip(requests, each) {
             switch outcome {
             case .success(let result):
                 let job: AddedJob
@@ -247,21 +259,17 @@ struct JobQueuer {
 }
 
 extension JobQueuer {
-    /// Each file's outcome, in order: its job, or why it was not added. With `sources`, each run
-    /// of files (`runs`) has one answer: the jobs added, in order, and the failures by place.
+    /// Each file's outcome, in order: its job, or why it was not added. A request of `sources`
+    /// has one answer for all its files: the jobs added, in order, and the failures by place.
     fileprivate static func eachFile(
-        _ outcomes: [Result<RPCResult, RPCError>], count: Int, runs: [Range<Int>]?
+        _ outcomes: [Result<RPCResult, RPCError>], count: Int, asSources: Bool
     ) throws -> [Result<JSONValue, RPCError>] {
-        guard let runs else { return outcomes.map { outcome in outcome.map { (try? $0.value()) ?? .null } } }
-        var each: [Result<JSONValue, RPCError>] = []
-        each.reserveCapacity(count)
-        for (run, outcome) in zip(runs, outcomes) {
-            switch outcome {
-            case .failure(let error): each += Array(repeating: .failure(error), count: run.count)
-            case .success(let result): each += try eachFile(of: result.value().objectValue, count: run.count)
-            }
+        guard asSources else { return outcomes.map { outcome in outcome.map { (try? $0.value()) ?? .null } } }
+        switch outcomes.first {
+        case .failure(let error)?: return Array(repeating: .failure(error), count: count)
+        case .success(let result)?: return try eachFile(of: result.value().objectValue, count: count)
+        case nil: throw ControlClientError.unexpectedAnswer("job.add of sources was not answered")
         }
-        return each
     }
 
     /// The outcome of each of `count` files from the answer to one `job.add` of `sources`.

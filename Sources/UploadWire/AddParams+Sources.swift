@@ -28,20 +28,20 @@ public struct AddSource: Sendable, Equatable {
 }
 
 extension AddSource {
-    /// The most bytes of `sources` a client puts in one request: half a request line's limit
-    /// (`ControlProtocol.maxLineLength`), the rest is room for the shared params.
-    public static let bytesPerRequest = ControlProtocol.maxLineLength / 2
-
-    /// `files` cut into runs, each of which fits one request: at most `AddParams.maxSources`
-    /// files, and at most `bytesPerRequest` of their JSON (4,096-byte paths would put 1 MiB in
-    /// 256 files).
-    public static func requests(_ files: [AddSource]) -> [Range<Int>] {
+    /// `files` cut into runs, each of which fits one request beside shared params of `sharedBytes`
+    /// (their JSON): at most `AddParams.maxSources` files, and the files' JSON within half a
+    /// request line and within the line's room beside the shared params (4,096-byte paths put
+    /// 1 MiB in 256 files), and the shared params times the files within
+    /// `AddParams.maxSharedBytes`, which the daemon refuses past. Each run has one file at least.
+    public static func requests(_ files: [AddSource], sharedBytes: Int) -> [Range<Int>] {
+        let room = min(ControlProtocol.maxLineLength / 2, ControlProtocol.maxLineLength - sharedBytes - 4096)
+        let most = min(AddParams.maxSources, max(1, AddParams.maxSharedBytes / max(sharedBytes, 1)))
         var runs: [Range<Int>] = []
         var start = 0
         var bytes = 0
         for (index, file) in files.enumerated() {
             let size = file.jsonSize
-            if index > start, index - start == AddParams.maxSources || bytes + size > bytesPerRequest {
+            if index > start, index - start == most || bytes + size > room {
                 runs.append(start..<index)
                 start = index
                 bytes = 0
@@ -64,27 +64,27 @@ extension AddSource {
 extension AddParams {
     /// The most files one `job.add` names in `sources`.
     public static let maxSources = 10_000
+    /// The most bytes of shared params (their JSON) times the files of one `job.add` of `sources`:
+    /// each file is checked, answered and journaled with its own copy of them, and one line of
+    /// 1 MiB must not become gigabytes of jobs or of error messages.
+    public static let maxSharedBytes = 16 << 20
 
     /// Params that name one file each, from a `job.add` that names `sources`; nil when the params
-    /// have no `sources` (one file). The request's other keys are checked as a one-file add checks
-    /// them; `new_batch` starts one batch for all of its files.
+    /// have no `sources` (one file). The request's other keys are read as a one-file add reads
+    /// them; `new_batch` starts one batch for all of its files. `null` is a key not given.
     public static func readSources(from params: JSONValue?) throws(RPCError) -> (
         template: AddParams, files: [AddParams]
     )? {
-        guard case .object(var object)? = params, let listed = object.removeValue(forKey: "sources") else {
-            return nil
-        }
-        for key in ["source", "source_identity"] where object[key] != nil {
+        guard case .object(var object)? = params, let listed = object.removeValue(forKey: "sources"),
+            listed != .null
+        else { return nil }
+        for key in ["source", "source_identity"] where object[key].map({ $0 != .null }) == true {
             throw RPCError.invalidParams("give the files in either 'sources' or 'source', not both ('\(key)')")
         }
         if object["client_token"].map({ $0 != .null }) == true {
             throw RPCError.invalidParams(
                 "a client_token names one job: add that file alone, with 'source', to give it one")
         }
-        let sharedDestination = object["destination"].map { $0 != .null } == true
-        if !sharedDestination { object["destination"] = .string("") }
-        object["source"] = .string("")
-        let template = try read(from: .object(object))
         guard case .array(let elements) = listed else {
             throw RPCError.invalidParams("'sources' must be an array of paths, or of {\"source\": PATH, ...}")
         }
@@ -93,6 +93,17 @@ extension AddParams {
             throw RPCError.invalidParams(
                 "'sources' names \(elements.count) files, at most \(maxSources) a request: send the rest in another")
         }
+        let sharedBytes = (try? JSONValue.object(object).jsonBytes().count) ?? 0
+        guard sharedBytes * elements.count <= maxSharedBytes else {
+            throw RPCError.invalidParams(
+                "the params all \(elements.count) files share are \(sharedBytes) bytes, and each file gets a copy: "
+                    + "send at most \(max(1, maxSharedBytes / max(sharedBytes, 1))) files a request")
+        }
+        let sharedDestination = object["destination"].map { $0 != .null } == true
+        if !sharedDestination { object["destination"] = .string("") }
+        object["source"] = .string("")
+        object["source_identity"] = nil
+        let template = try read(from: .object(object))
         var files: [AddParams] = []
         files.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
@@ -124,7 +135,7 @@ extension AddSource {
             self.init(source: path)
             for (key, value) in object where key != "source" {
                 switch (key, value) {
-                case (_, .null): continue
+                case ("source_identity", .null), ("destination", .null): continue
                 case ("source_identity", .string(let text)):
                     guard let identity = SourceIdentity(text) else {
                         throw RPCError.invalidParams(

@@ -253,6 +253,9 @@ public struct AddParams: Codable, Sendable, Equatable, StrictParams {
         "source", "destination", "protocol", "headers", "fields", "user", "chunk_size", "priority", "snapshot",
         "image", "client_token", "metadata", "umask", "batch", "new_batch", "job_fields", "source_identity",
         "file_field",
+        // Many files at once (`readSources`, which reads it before these params are read): known
+        // here so that `"sources": null` is a key not given, as `null` is for the others.
+        "sources",
     ]
 
     public init(from decoder: Decoder) throws {

@@ -102,6 +102,62 @@ import UploadWire
         #expect(daemon.refusedSourcesLines == 0)
     }
 
+    /// A client token names one job: such an add goes as a plain `job.add`, not as `sources`,
+    /// which refuses it.
+    @Test func anAddWithAClientTokenGoesAsOneFile() throws {
+        let daemon = try FakeDaemon(speaksSources: true) { line in
+            let request = Wire.requests(line)[0]
+            guard request.params?.objectValue?["sources"] == nil else {
+                return [Wire.error(id: request.id, RPCError.invalidParams("a client_token names one job"))]
+            }
+            return [Wire.result(id: request.id, sampleJob(id: 5, state: .queued))]
+        }
+        defer { daemon.stop() }
+        let output = CapturedOutput()
+        #expect(
+            run(["add", "a.bin", "--to", "https://h/", "--client-token", "t1"], daemon: daemon, output: output)
+                == .success)
+        #expect(output.standardOutput == "5\n")
+        let params = daemon.requestLines.flatMap { Wire.requests($0) }.map { $0.params?.objectValue }
+        #expect(params.map { $0?["client_token"] } == [.string("t1")])
+        #expect(params.map { $0?["source"] } == [.string("/work/a.bin")])
+    }
+
+    /// Files whose `sources` would not fit one line go in several requests, each a line of its own
+    /// and within the daemon's limit, in the order given.
+    @Test func longPathsGoInSeveralRequestsThatEachFitALine() throws {
+        let nextID = Mutex<UInt64>(1)
+        let daemon = try FakeDaemon(speaksSources: true) { line in
+            let request = Wire.requests(line)[0]
+            guard line.utf8.count < ControlProtocol.maxLineLength, !line.hasPrefix("["),
+                case .array(let sources)? = request.params?.objectValue?["sources"]
+            else { return [Wire.error(id: request.id, RPCError.invalidRequest("too long, or not one add"))] }
+            let jobs = sources.map { _ in
+                var job = sampleJob(
+                    id: nextID.withLock { id in
+                        defer { id += 1 }
+                        return id
+                    }, state: .queued)
+                job.batch = JobID(1)
+                return job
+            }
+            return [Wire.result(id: request.id, JobList(jobs: jobs))]
+        }
+        defer { daemon.stop() }
+        let folder = "/" + String(repeating: "d", count: 3000)
+        let files = (0..<400).map { "\(folder)/f\($0)" }
+        let output = CapturedOutput()
+        #expect(run(["add"] + files + ["--to", "https://h/"], daemon: daemon, output: output) == .success)
+        #expect(output.standardError == "")
+        #expect(output.standardOutput == (1...400).map { "\($0)\n" }.joined())
+        let sources = daemon.requestLines.flatMap(Wire.requests).flatMap { request -> [JSONValue] in
+            guard case .array(let sources)? = request.params?.objectValue?["sources"] else { return [] }
+            return sources
+        }
+        #expect(sources == files.map { .string($0) })
+        #expect(daemon.requestLines.count > 4, "more requests than the request sizes alone make")
+    }
+
     /// A long add starts small, so that the first uploads start after a few copies, and sends its
     /// next request before the answer to the one before: the daemon copies one while it syncs the
     /// other. IDs are printed in the order given all the same.

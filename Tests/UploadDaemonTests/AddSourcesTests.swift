@@ -54,6 +54,7 @@ struct AddSourcesTests {
         #"{"sources":[7],"destination":"file:///x/"}"#,
         #"{"sources":[{"path":"A"}],"destination":"file:///x/"}"#,
         #"{"sources":[{"source":"A","colour":"red"}],"destination":"file:///x/"}"#,
+        #"{"sources":[{"source":"A","colour":null}],"destination":"file:///x/"}"#,
         #"{"sources":[{"source":"A","source_identity":"nope"}],"destination":"file:///x/"}"#,
         #"{"sources":["A",{"source":"A","destination":"file:///y/"}]}"#,
         #"{"sources":["A"],"destination":"file:///x/","colour":"red"}"#,
@@ -69,13 +70,56 @@ struct AddSourcesTests {
         #expect(await harness.scheduler.list(states: nil, ids: nil).isEmpty)
     }
 
-    /// More files than one request may name are refused with what to do.
+    /// More files than one request may name are refused with what to do, and so are shared params
+    /// that every file's copy would make too big: one line of 1 MiB must not become gigabytes of
+    /// jobs or of error messages.
     @Test func moreFilesThanARequestMayNameAreRefused() throws {
         let paths = Array(repeating: JSONValue.string("/a"), count: AddParams.maxSources + 1)
         let params = JSONValue.object(["sources": .array(paths), "destination": .string("file:///x/")])
         #expect(throws: RPCError.self) { try AddParams.readSources(from: params) }
         let fewer = JSONValue.object(["sources": .array(Array(paths.dropLast())), "destination": .string("file:///x/")])
         #expect(try AddParams.readSources(from: fewer)?.files.count == AddParams.maxSources)
+
+        let header = JSONValue.array([.string("X-Big: " + String(repeating: "a", count: 900_000))])
+        func bigHeader(files: Int) -> JSONValue {
+            .object([
+                "sources": .array(Array(repeating: .string("/a"), count: files)),
+                "destination": .string("file:///x/"), "headers": header,
+            ])
+        }
+        let refusal = #expect(throws: RPCError.self) { try AddParams.readSources(from: bigHeader(files: 100)) }
+        #expect(refusal?.message.contains("send at most 18 files a request") == true, "\(String(describing: refusal))")
+        #expect(try AddParams.readSources(from: bigHeader(files: 18))?.files.count == 18)
+
+        // What clients send fits: runs of the files whose shared params times their count stay within.
+        let files = Array(repeating: AddSource(source: "/a"), count: 100)
+        #expect(AddSource.requests(files, sharedBytes: 900_020).map(\.count) == [18, 18, 18, 18, 18, 10])
+    }
+
+    /// Long paths are cut into requests whose lines fit the daemon's limit beside the shared params.
+    @Test func longPathsGoInRequestsThatFitALine() throws {
+        let long = "/" + String(repeating: "d", count: 4000)
+        let files = Array(repeating: AddSource(source: long), count: 500)
+        for shared in [200, 600_000] {
+            for run in AddSource.requests(files, sharedBytes: shared) {
+                let bytes = try JSONValue.array(files[run].map(\.json)).jsonBytes().count
+                #expect(bytes + shared < ControlProtocol.maxLineLength, "\(run) beside \(shared) bytes")
+                #expect(!run.isEmpty)
+            }
+        }
+        #expect(AddSource.requests(files, sharedBytes: 200).count == 4, "half a line each")
+    }
+
+    /// `null` is a key not given, here as for every param.
+    @Test func nullIsAKeyNotGiven() throws {
+        let one = try JSONValue(parsing: Array(#"{"source":"/a","destination":"file:///x/","sources":null}"#.utf8))
+        #expect(try AddParams.readSources(from: one) == nil)
+        #expect(try AddParams.read(from: one).source == "/a")
+        let many = try JSONValue(
+            parsing: Array(
+                #"{"sources":[{"source":"/a","destination":null}],"source":null,"client_token":null,"destination":"file:///x/"}"#
+                    .utf8))
+        #expect(try AddParams.readSources(from: many)?.files.map(\.destination) == ["file:///x/"])
     }
 
     /// Each file's params are the one-file add's params with its source, identity and

@@ -70,19 +70,25 @@ MAX_LINE_LENGTH = 1 << 20
 #: How many ``job.add`` calls ``Client.add_many`` puts in one JSON-RPC batch.
 ADD_BATCH_SIZE = 500
 
-#: The most bytes of ``sources`` one ``job.add`` carries: half the daemon's limit of a request line
-#: (1 MiB), the rest is room for the shared options.
-SOURCES_BYTES = 512 * 1024
+#: The daemon's limit of a request line; the most bytes of ``sources`` one ``job.add`` carries is
+#: half of it, less when the shared options leave less room.
+LINE_LIMIT = 1 << 20
+#: The most bytes of shared options times the files of one ``job.add`` of ``sources`` (each file
+#: gets a copy): the daemon refuses a request past it.
+SOURCES_SHARED_BYTES = 16 << 20
 
 
-def _runs_of_sources(sources: list) -> list[list]:
-    """``sources`` cut into runs of at most ``SOURCES_BYTES`` of JSON each (long paths would
-    overflow a line)."""
+def _runs_of_sources(sources: list, shared_bytes: int) -> list[list]:
+    """``sources`` cut into runs that each fit one request beside shared options of
+    ``shared_bytes``: long paths would overflow a line, and big options times many files would be
+    refused."""
+    room = min(LINE_LIMIT // 2, LINE_LIMIT - shared_bytes - 4096)
+    most = min(10_000, max(1, SOURCES_SHARED_BYTES // max(shared_bytes, 1)))
     runs: list[list] = []
     size = 0
     for item in sources:
         item_size = len(_encode(item)) + 1
-        if runs and size + item_size <= SOURCES_BYTES:
+        if runs and size + item_size <= room and len(runs[-1]) < most:
             runs[-1].append(item)
             size += item_size
         else:
@@ -1064,7 +1070,7 @@ class Client:
                 if p["destination"] != shared:
                     one["destination"] = p["destination"]
                 sources.append(one if len(one) > 1 else one["source"])
-            for run in _runs_of_sources(sources):
+            for run in _runs_of_sources(sources, len(_encode(params))):
                 try:
                     answer = self.call("job.add", dict(params, sources=run))
                 except UploaddError as error:

@@ -140,10 +140,7 @@ public final class UploaddClient: Sendable {
             shared.source = ""
             shared.sourceIdentity = nil
             shared.destination = destination
-            return shared == template
-                ? AddSource(
-                    source: file.source, sourceIdentity: file.sourceIdentity,
-                    destination: file.destination == destination ? nil : file.destination) : nil
+            return shared == template ? AddSource(file, requestDestination: destination) : nil
         }
         guard sources.allSatisfy({ $0 != nil }), var object = try? JSONValue(encoding: template).objectValue else {
             return nil

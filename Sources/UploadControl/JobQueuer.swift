@@ -185,11 +185,7 @@ struct JobQueuer {
     /// file with another (in a sub-folder) names its own.
     private func sources(of requests: [AddParams]) -> [AddSource] {
         let destination = requests[0].destination
-        return requests.map { params in
-            AddSource(
-                source: params.source, sourceIdentity: sendsIdentities ? params.sourceIdentity : nil,
-                destination: params.destination == destination ? nil : params.destination)
-        }
+        return requests.map { AddSource($0, requestDestination: destination, withIdentity: sendsIdentities) }
     }
 
     /// Stops sending a key an older daemon refused: `job_fields` (it then answers whole jobs) or

@@ -17,6 +17,14 @@ public struct AddSource: Sendable, Equatable {
         self.destination = destination
     }
 
+    /// The file of a one-file add's `params`, in a request of `sources` whose destination is
+    /// `destination`: its own only when it differs; its identity only when `withIdentity`.
+    public init(_ params: AddParams, requestDestination destination: String, withIdentity: Bool = true) {
+        self.init(
+            source: params.source, sourceIdentity: withIdentity ? params.sourceIdentity : nil,
+            destination: params.destination == destination ? nil : params.destination)
+    }
+
     /// Its JSON: the bare path when that says it all.
     public var json: JSONValue {
         guard sourceIdentity != nil || destination != nil else { return .string(source) }

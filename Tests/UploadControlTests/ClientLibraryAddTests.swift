@@ -14,21 +14,12 @@ import UploadWire
 
     /// A fake daemon's jobs: IDs from 10, all in batch 10; `/x/bad` is refused.
     static func answer(_ request: RPCRequest, nextID: borrowing Mutex<UInt64>) -> String {
-        func job() -> JobInfo {
-            var job = sampleJob(
-                id: nextID.withLock { id in
-                    defer { id += 1 }
-                    return id
-                }, state: .queued)
-            job.batch = JobID(10)
-            return job
-        }
         let refusal = RPCError(code: RPCError.sourceErrorCode, message: "cannot open /x/bad")
         guard case .array(let sources)? = request.params?.objectValue?["sources"] else {
             if request.params?.objectValue?["source"] == .string("/x/bad") {
                 return Wire.error(id: request.id, refusal)
             }
-            return Wire.result(id: request.id, job())
+            return Wire.result(id: request.id, nextQueuedJob(nextID, batch: 10))
         }
         var jobs: [JobInfo] = []
         var errors: [JobFailure] = []
@@ -36,7 +27,7 @@ import UploadWire
             if source == .string("/x/bad") {
                 errors.append(JobFailure(source: "/x/bad", index: index, error: refusal))
             } else {
-                jobs.append(job())
+                jobs.append(nextQueuedJob(nextID, batch: 10))
             }
         }
         return Wire.result(id: request.id, JobList(jobs: jobs, errors: errors))

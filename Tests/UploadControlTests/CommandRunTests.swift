@@ -70,12 +70,7 @@ import UploadWire
                             error: RPCError(code: -32003, message: "cannot open /work/b.bad")))
                     continue
                 }
-                var job = sampleJob(
-                    id: nextID.withLock {
-                        $0 += 1; return $0 - 1
-                    }, state: .queued)
-                job.batch = JobID(20)
-                jobs.append(job)
+                jobs.append(nextQueuedJob(nextID, batch: 20))
             }
             return [Wire.result(id: request.id, JobList(jobs: jobs, errors: errors))]
         }
@@ -132,15 +127,7 @@ import UploadWire
             guard line.utf8.count < ControlProtocol.maxLineLength, !line.hasPrefix("["),
                 case .array(let sources)? = request.params?.objectValue?["sources"]
             else { return [Wire.error(id: request.id, RPCError.invalidRequest("too long, or not one add"))] }
-            let jobs = sources.map { _ in
-                var job = sampleJob(
-                    id: nextID.withLock { id in
-                        defer { id += 1 }
-                        return id
-                    }, state: .queued)
-                job.batch = JobID(1)
-                return job
-            }
+            let jobs = sources.map { _ in nextQueuedJob(nextID, batch: 1) }
             return [Wire.result(id: request.id, JobList(jobs: jobs))]
         }
         defer { daemon.stop() }

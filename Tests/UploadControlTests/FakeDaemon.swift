@@ -143,6 +143,17 @@ final class FakeDaemon: Sendable {
     }
 }
 
+/// A queued job in `batch`, whose ID is the next of `nextID`: the jobs a fake daemon adds.
+func nextQueuedJob(_ nextID: borrowing Mutex<UInt64>, batch: UInt64) -> JobInfo {
+    var job = sampleJob(
+        id: nextID.withLock { id in
+            defer { id += 1 }
+            return id
+        }, state: .queued)
+    job.batch = JobID(batch)
+    return job
+}
+
 /// Helpers to read requests and write answers as the daemon does.
 enum Wire {
     /// The requests on one line: a batch or a lone request.

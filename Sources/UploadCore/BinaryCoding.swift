@@ -42,6 +42,19 @@ public struct BinaryWriter {
         }
     }
 
+    /// `head + tail` as `write(_: String)` writes it, without making the joined string: a job's
+    /// source is its folder and its name (`JobSpec.source`), and each of its records holds it.
+    public mutating func write(joining head: String, _ tail: String) {
+        write(UInt64(head.utf8.count + tail.utf8.count))
+        appendUTF8(of: head)
+        appendUTF8(of: tail)
+    }
+
+    private mutating func appendUTF8(of text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
     public mutating func write(_ value: Date) {
         withUnsafeBytes(of: value.timeIntervalSinceReferenceDate.bitPattern.littleEndian) {
             bytes.append(contentsOf: $0)

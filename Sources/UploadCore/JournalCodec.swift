@@ -105,7 +105,8 @@ extension Job {
         writer.writeMessage { spec.write(to: &$0) }
         writer.write(state.rawValue)
         writer.write(resolvedProtocol?.rawValue) { $0.write($1) }
-        writer.write(snapshot) { $1.write(to: &$0) }
+        // As kept (an empty path where it is the source's), so that no path is made to be written.
+        writer.write(storage.fields.snapshot) { $1.write(to: &$0, sourceOf: spec) }
         writer.write(bytesTotal)
         writer.write(bytesAcked)
         writer.write(checkpoint) { $1.write(to: &$0) }
@@ -204,8 +205,13 @@ extension Job {
 }
 
 extension JobSpec {
+    /// `source`, written from its two parts.
+    func writeSource(to writer: inout BinaryWriter) {
+        writer.write(joining: options.box?.value.sourceFolder ?? "", sourceName)
+    }
+
     func write(to writer: inout BinaryWriter) {
-        writer.write(source)
+        writeSource(to: &writer)
         writer.write(destination)
         writer.write(uploadProtocol.rawValue)
         writer.write(headers) { $1.write(to: &$0) }
@@ -311,10 +317,11 @@ extension KeyValue {
 }
 
 extension SourceSnapshot {
-    func write(to writer: inout BinaryWriter) {
+    /// `spec`: the job's, whose source an empty path stands for (`kept(for:)`).
+    func write(to writer: inout BinaryWriter, sourceOf spec: JobSpec? = nil) {
         writer.writeMessage { writer in
             writer.write(kind.rawValue)
-            writer.write(path)
+            if path.isEmpty, let spec { spec.writeSource(to: &writer) } else { writer.write(path) }
             writer.write(size)
             writer.write(device)
             writer.write(inode)

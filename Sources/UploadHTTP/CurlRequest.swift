@@ -220,7 +220,7 @@ package final class CurlRequest {
         // Held by uploadd's own bandwidth limit (or waiting for its copy to be made) is never
         // the connection's fault: the stall and minimum-speed clocks start again.
         let heldByUs =
-            pacer?.wasHeld(within: 2, at: seconds) == true || readers.contains(where: \.waitsForCopy)
+            pacer?.wasHeld(within: 2, at: seconds) == true || readers.contains { $0.waitsForCopy }
         if movedBytes != lastProgressBytes || heldByUs {
             lastProgressBytes = movedBytes
             lastProgressAt = seconds
@@ -243,8 +243,10 @@ package final class CurlRequest {
     /// held the request, or one that allows it less than twice the minimum, does not count.
     private func isTooSlow(movedBytes: Int64, delivered: Bool, heldByUs: Bool, at now: Double) -> Bool {
         let minimum = request.minSpeed
-        let limitedBelow = pacer?.rate.map { $0 < 2 * minimum } ?? false
-        guard minimum > 0, request.minSpeedTime > 0, sendsBody, !delivered, !heldByUs, !limitedBelow else {
+        // The pacer's rate last: it is asked on every progress call of every small file.
+        guard minimum > 0, request.minSpeedTime > 0, sendsBody, !delivered, !heldByUs,
+            pacer?.rate.map({ $0 < 2 * minimum }) != true
+        else {
             speedWindow = nil
             return false
         }

@@ -136,7 +136,9 @@ package final class SendPacer {
 
     /// The lowest rate that applies to it (nil: none).
     package var rate: Int64? {
-        [own?.bytesPerSecond, budget.bucket.map { $0.rate / Int64(max(budget.senders, 1)) }].compactMap { $0 }.min()
+        let shared = budget.bucket.map { $0.rate / Int64(max(budget.senders, 1)) }
+        guard let own = own?.bytesPerSecond else { return shared }
+        return min(shared ?? own, own)
     }
 
     /// Bytes the next read may take, at most `wanted`; 0 holds the request.

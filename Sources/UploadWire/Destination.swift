@@ -105,12 +105,19 @@ public enum Destination: Sendable, Equatable {
     /// and the URL's own delimiters are kept.
     public static func encodingSpecialCharacters(_ text: String) -> String {
         // Most URLs need nothing: no CharacterSet work then (it showed in the profile of many adds).
-        if text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !unsafeInURL.contains($0) }) { return text }
+        if text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !isUnsafeInURL($0) }) { return text }
         return text.addingPercentEncoding(withAllowedCharacters: urlAllowed) ?? text
     }
 
-    /// Printable ASCII that `urlAllowed` lacks.
-    private static let unsafeInURL: Set<UInt8> = Set("\"<>\\^`{|}".utf8)
+    /// Printable ASCII that `urlAllowed` lacks. A switch: a `Set` hashed each byte of each URL.
+    private static func isUnsafeInURL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), UInt8(ascii: "^"),
+            UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"):
+            true
+        default: false
+        }
+    }
     private static let urlAllowed: CharacterSet = {
         var allowed = CharacterSet.urlQueryAllowed.union(.urlPathAllowed).union(.urlHostAllowed).union(.urlUserAllowed)
         allowed.insert(charactersIn: "%#[]:@")

@@ -29,8 +29,29 @@ public enum UploadProtocol: String, Codable, Sendable, CaseIterable {
         public var namesTheFileByURL = false
     }
 
+    /// Made once per protocol: asked at each add and each attempt, and a `Traits` holds sets.
     public var traits: Traits {
         switch self {
+        case .auto: Self.autoTraits
+        case .put: Self.putTraits
+        case .post: Self.postTraits
+        case .tus: Self.tusTraits
+        case .s3: Self.s3Traits
+        case .chunked: Self.chunkedTraits
+        case .file: Self.fileTraits
+        }
+    }
+
+    private static let autoTraits = makeTraits(.auto)
+    private static let putTraits = makeTraits(.put)
+    private static let postTraits = makeTraits(.post)
+    private static let tusTraits = makeTraits(.tus)
+    private static let s3Traits = makeTraits(.s3)
+    private static let chunkedTraits = makeTraits(.chunked)
+    private static let fileTraits = makeTraits(.file)
+
+    private static func makeTraits(_ uploadProtocol: UploadProtocol) -> Traits {
+        switch uploadProtocol {
         case .auto:
             return Traits(
                 destinations: [.http, .s3, .file],

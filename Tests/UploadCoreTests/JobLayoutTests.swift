@@ -120,6 +120,19 @@ import UploadWire
         #expect(occurrences.count == 2, "the journal has the whole path as the source and as the snapshot's")
     }
 
+    /// A source is written from its folder and name as the joined path would be, byte for byte.
+    @Test(arguments: [
+        ("", ""), ("/data/", "f.bin"), ("", "f"),
+        ("/a/very/long/folder/name/of/more/than/128/bytes/" + String(repeating: "x", count: 100) + "/", "é.jpg"),
+    ])
+    func aJoinedWriteIsTheWriteOfTheJoinedString(head: String, tail: String) {
+        var joined = BinaryWriter()
+        joined.write(joining: head, tail)
+        var whole = BinaryWriter()
+        whole.write(head + tail)
+        #expect(joined.bytes == whole.bytes)
+    }
+
     /// The token names one job, so it is kept out of line; a priority is two bytes.
     @Test func aClientTokenAndAPriorityReadBackAsSet() {
         var spec = JobSpec(source: "/a", destination: "file:///o/", priority: -1000, clientToken: "t-1")

@@ -34,18 +34,23 @@ enum TransferRegistry {
         case localFolder
     }
 
-    private static let entries: [UploadProtocol: Entry] = [
-        .put: Entry(make: { PutTransfer(http: $0) }, readsWhileCopying: true),
-        .post: Entry(make: { PostTransfer(http: $0) }, readsWhileCopying: true, remoteTest: .form),
-        .file: Entry(make: { _ in FileTransfer() }, usesNetwork: false, remoteTest: .localFolder),
-        .chunked: Entry(make: { ChunkedTransfer(http: $0) }, remoteTest: .form),
-        .tus: Entry(make: { TusTransfer(http: $0) }),
-        .s3: Entry(make: { S3Transfer(http: $0) }, remoteTest: .s3),
-    ]
+    /// Each protocol's entry; nil for `auto`, which is settled before anything is sent. A switch,
+    /// not a table by name: asked several times an attempt, where a lookup hashed the name.
+    private static func registered(_ uploadProtocol: UploadProtocol) -> Entry? {
+        switch uploadProtocol {
+        case .put: Entry(make: { PutTransfer(http: $0) }, readsWhileCopying: true)
+        case .post: Entry(make: { PostTransfer(http: $0) }, readsWhileCopying: true, remoteTest: .form)
+        case .file: Entry(make: { _ in FileTransfer() }, usesNetwork: false, remoteTest: .localFolder)
+        case .chunked: Entry(make: { ChunkedTransfer(http: $0) }, remoteTest: .form)
+        case .tus: Entry(make: { TusTransfer(http: $0) })
+        case .s3: Entry(make: { S3Transfer(http: $0) }, remoteTest: .s3)
+        case .auto: nil
+        }
+    }
 
     /// What the daemon knows of `uploadProtocol` (`auto` before it is settled: an http protocol).
     static func entry(_ uploadProtocol: UploadProtocol) -> Entry {
-        entries[uploadProtocol] ?? entries[fallback]!
+        registered(uploadProtocol) ?? registered(fallback)!
     }
 
     /// For an http destination under `auto`: the protocols that can tell from the server's answer
@@ -76,12 +81,12 @@ enum TransferRegistry {
     }
 
     /// The protocols this build can upload with, as daemon.hello lists them.
-    static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { entries[$0] != nil } }
+    static var supportedProtocols: [UploadProtocol] { UploadProtocol.allCases.filter { registered($0) != nil } }
 
     static func transfer(for uploadProtocol: UploadProtocol, http: any HTTPSending) throws(TransferFailure)
         -> any Transfer
     {
-        guard let entry = entries[uploadProtocol] else {
+        guard let entry = registered(uploadProtocol) else {
             throw .config("no transfer uploads with protocol \(uploadProtocol.rawValue) (it was not resolved)")
         }
         return entry.make(http)

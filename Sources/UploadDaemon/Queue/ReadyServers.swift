@@ -8,19 +8,16 @@
 /// a job waiting uncounted would let the cap give way while another server's job waits, so every
 /// insert into the ready queue goes through `makeReady`.
 struct ReadyServers {
-    private var counts: [String: Int] = [:]
+    private var counts = ServerCounts()
 
     init(_ servers: some Sequence<String>) {
         for server in servers { add(server) }
     }
 
-    mutating func add(_ server: String) { counts[server, default: 0] += 1 }
+    mutating func add(_ server: String) { counts.add(server) }
 
-    mutating func remove(_ server: String) {
-        guard let count = counts[server] else { return }
-        counts[server] = count > 1 ? count - 1 : nil
-    }
+    mutating func remove(_ server: String) { counts.remove(server) }
 
     /// Whether a job waits for a server that may start one more transfer.
-    func anyMayStart(_ shares: ServerShares) -> Bool { counts.keys.contains { shares.mayStart($0) } }
+    func anyMayStart(_ shares: ServerShares) -> Bool { counts.contains { shares.mayStart($0) } }
 }

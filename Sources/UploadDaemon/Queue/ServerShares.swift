@@ -5,7 +5,7 @@ import UploadWire
 /// Transfers per server, for `fillSlots`: which server may start one more while others wait.
 struct ServerShares {
     let cap: Int
-    private var counts: [String: Int] = [:]
+    private var counts = ServerCounts()
     private var total = 0
 
     init(cap: Int, running: some Sequence<String>) {
@@ -16,10 +16,10 @@ struct ServerShares {
     /// Whether any server can be at its cap at all: else no job's server needs working out.
     var isFull: Bool { total >= cap }
 
-    func mayStart(_ server: String) -> Bool { counts[server, default: 0] < cap }
+    func mayStart(_ server: String) -> Bool { counts[server] < cap }
 
     mutating func started(_ server: String) {
-        counts[server, default: 0] += 1
+        counts.add(server)
         total += 1
     }
 

@@ -288,7 +288,7 @@ struct SnapshotCache: Sendable {
 
     /// Deletes what the cache holds for a job: its snapshot copy and its prepared file.
     func discardFiles(of job: Job) {
-        discard(job.snapshot, of: job.id)
+        if job.snapshotIsCached { discard(job.snapshot, of: job.id) }
         discard(job.prepared)
     }
 

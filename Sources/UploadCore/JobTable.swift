@@ -4,19 +4,26 @@ import UploadWire
 /// added, so the table is kept in pages of `pageSize` IDs: a page is made when its first job comes
 /// and freed when its last job goes. A job costs one 8-byte slot, where a dictionary by ID cost
 /// about 34 bytes (16 per entry at up to 75% load, in a power of two): with a million jobs queued,
-/// 24 MiB less (issue 51). The pages are found by number in a dictionary, so IDs far apart (a few
-/// old jobs kept among millions cleared) cost a page each (2 KiB), not the room between them.
-/// Jobs iterate by ID.
+/// 24 MiB less (issue 51). The pages are kept in order of their numbers and found by a binary
+/// search, the last page (the newest jobs') first, so IDs far apart (a few old jobs kept among
+/// millions cleared) cost a page each (2 KiB), not the room between them. A dictionary of the
+/// pages hashed the number at each of the ~17 looks a small file's upload makes. Jobs iterate by
+/// ID.
 public struct JobTable: Sendable, Equatable, Sequence {
     static let pageShift = 8
     static let pageSize = 1 << pageShift
 
     fileprivate struct Page: Sendable {
+        /// IDs `number << pageShift` and the `pageSize - 1` after it.
+        let number: UInt64
         var slots = [Job?](repeating: nil, count: JobTable.pageSize)
         var count = 0
+
+        init(number: UInt64) { self.number = number }
     }
 
-    private var pages: [UInt64: Page] = [:]
+    /// By `number`, ascending.
+    private var pages: [Page] = []
     public private(set) var count = 0
 
     public init() {}
@@ -30,10 +37,25 @@ public struct JobTable: Sendable, Equatable, Sequence {
         (id.rawValue >> UInt64(pageShift), Int(id.rawValue & UInt64(pageSize - 1)))
     }
 
+    /// The index of page `number` in `pages`, or where it would go.
+    private func index(of number: UInt64) -> (index: Int, found: Bool) {
+        if let last = pages.last, last.number <= number {
+            return last.number == number ? (pages.count - 1, true) : (pages.count, false)
+        }
+        var low = 0
+        var high = pages.count
+        while low < high {
+            let middle = (low + high) / 2
+            if pages[middle].number < number { low = middle + 1 } else { high = middle }
+        }
+        return (low, low < pages.count && pages[low].number == number)
+    }
+
     public subscript(id: JobID) -> Job? {
         get {
-            let (page, slot) = Self.split(id)
-            return pages[page]?.slots[slot]
+            let (number, slot) = Self.split(id)
+            let (index, found) = index(of: number)
+            return found ? pages[index].slots[slot] : nil
         }
         set {
             if let newValue { updateValue(newValue, forKey: id) } else { removeValue(forKey: id) }
@@ -44,7 +66,9 @@ public struct JobTable: Sendable, Equatable, Sequence {
     @discardableResult
     public mutating func updateValue(_ job: Job, forKey id: JobID) -> Job? {
         let (number, slot) = Self.split(id)
-        let old = Self.put(job, at: slot, in: &pages[number, default: Page()])
+        let (index, found) = index(of: number)
+        if !found { pages.insert(Page(number: number), at: index) }
+        let old = Self.put(job, at: slot, in: &pages[index])
         if old == nil { count += 1 }
         return old
     }
@@ -52,19 +76,20 @@ public struct JobTable: Sendable, Equatable, Sequence {
     @discardableResult
     public mutating func removeValue(forKey id: JobID) -> Job? {
         let (number, slot) = Self.split(id)
-        guard pages[number]?.slots[slot] != nil, let old = Self.put(nil, at: slot, in: &pages[number]!) else {
-            return nil
-        }
+        let (index, found) = index(of: number)
+        guard found, pages[index].slots[slot] != nil, let old = Self.put(nil, at: slot, in: &pages[index])
+        else { return nil }
         count -= 1
-        if pages[number]!.count == 0 { pages[number] = nil }
+        if pages[index].count == 0 { pages.remove(at: index) }
         return old
     }
 
     /// Changes the job of `id` in place, without a copy of its fields; nil when there is none.
     public mutating func modify<Result>(_ id: JobID, _ change: (inout Job) -> Result) -> Result? {
         let (number, slot) = Self.split(id)
-        guard pages[number]?.slots[slot] != nil else { return nil }
-        return change(&pages[number]!.slots[slot]!)
+        let (index, found) = index(of: number)
+        guard found, pages[index].slots[slot] != nil else { return nil }
+        return change(&pages[index].slots[slot]!)
     }
 
     /// Puts `job` in a slot of `page` (changed in place), keeping the page's count; the job it replaces.
@@ -82,7 +107,13 @@ public struct JobTable: Sendable, Equatable, Sequence {
     }
 
     /// Gives back what `reserveCapacity` guessed too high, or what pages freed since left.
-    public mutating func fitCapacity() { pages.fitCapacity() }
+    public mutating func fitCapacity() {
+        guard pages.capacity > pages.count else { return }
+        var fitted: [Page] = []
+        fitted.reserveCapacity(pages.count)
+        fitted.append(contentsOf: pages)
+        pages = fitted
+    }
 
     // MARK: Sequence: the jobs by ID
 
@@ -92,10 +123,9 @@ public struct JobTable: Sendable, Equatable, Sequence {
         private var slot = 0
 
         /// The jobs from ID `first` on.
-        fileprivate init(_ pages: [UInt64: Page], from first: UInt64 = 0) {
+        fileprivate init(_ table: JobTable, from first: UInt64 = 0) {
             let (firstPage, firstSlot) = JobTable.split(JobID(first))
-            self.pages = pages.lazy.filter { $0.key >= firstPage }.map { ($0.key, $0.value.slots) }
-                .sorted { $0.number < $1.number }
+            self.pages = table.pages[table.index(of: firstPage).index...].map { ($0.number, $0.slots) }
             if self.pages.first?.number == firstPage { slot = firstSlot }
         }
 
@@ -115,7 +145,7 @@ public struct JobTable: Sendable, Equatable, Sequence {
         }
     }
 
-    public func makeIterator() -> Iterator { Iterator(pages) }
+    public func makeIterator() -> Iterator { Iterator(self) }
 
     public var underestimatedCount: Int { count }
 
@@ -136,7 +166,7 @@ public struct JobTable: Sendable, Equatable, Sequence {
     public struct Keys: Sequence {
         fileprivate let table: JobTable
         fileprivate let from: UInt64
-        public func makeIterator() -> Iterator { Iterator(all: JobTable.Iterator(table.pages, from: from)) }
+        public func makeIterator() -> Iterator { Iterator(all: JobTable.Iterator(table, from: from)) }
 
         public struct Iterator: IteratorProtocol {
             fileprivate var all: JobTable.Iterator

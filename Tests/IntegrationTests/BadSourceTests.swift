@@ -126,6 +126,29 @@ final class BadSourceTests {
             !FileManager.default.fileExists(atPath: stored), "the server stored a file that mixes old and new bytes")
     }
 
+    /// /dev/fd/N, /dev/stdin and /proc/self/fd/N name an open file of whichever process reads
+    /// them: uploadd read its own (`add /dev/fd/5` uploaded its lock file), never the client's,
+    /// and said "does not exist" of `add <(command)`'s /dev/fd/63. Refused at add, saying what to
+    /// do, whether the daemon has that descriptor or not, and through a link of the user's too.
+    /// Asked on the socket, so that the daemon's answer is what is checked, not uploadctl's.
+    @Test func aPathThatNamesAnOpenFileIsRefusedAtAdd() throws {
+        let out = files.appendingPathComponent("descriptor-out").path
+        let link = files.appendingPathComponent("link-to-a-descriptor").path
+        try? FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/proc/self/fd/3")
+        for path in ["/dev/fd/3", "/dev/fd/63", "/dev/stdin", "/proc/self/fd/3", "/proc/self/fd/63", link] {
+            let request = try JSONSerialization.data(withJSONObject: [
+                "jsonrpc": "2.0", "id": 1, "method": "job.add",
+                "params": ["source": path, "destination": "file://\(out)/"],
+            ])
+            let answer = try CrashSupport.rpc(socket: daemon.socket, String(decoding: request, as: UTF8.self))
+            #expect(answer.contains("names a file of whichever process reads it"), "\(path): \(answer)")
+            #expect(answer.contains("write it to a file first"), "\(path): \(answer)")
+        }
+        #expect(try daemon.ctlJSON(JobList.self, ["list"]).jobs.isEmpty, "nothing was queued")
+        #expect(!FileManager.default.fileExists(atPath: out), "nothing was written")
+    }
+
     /// Files whose size is not their length (issue 47, finding 4): a sysfs file says 4,096 bytes
     /// and holds 23, a procfs file says 0. Refused at add in every snapshot mode, saying what to
     /// do; uploadd once sent the 23 bytes and then zeros, or nothing, and called it completed.

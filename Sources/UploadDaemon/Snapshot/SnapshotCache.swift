@@ -405,14 +405,30 @@ enum SourceCheck {
 
     /// The `stat` of `path` once it is a regular file the daemon may read, without opening it:
     /// what an add checks of every file (nothing is read then, so there is nothing a file swapped
-    /// in afterwards could do; an attempt opens it and checks it is still this file). One `stat`
-    /// and one `faccessat` where an open, `fstat` and close cost three calls more, per file of an add.
+    /// in afterwards could do; an attempt opens it and checks it is still this file). An `lstat`
+    /// (and a `stat` for a symlink), a `statfs` and a `faccessat`, where an open, `fstat` and close
+    /// cost more, per file of an add.
     static func statReadableRegularFile(_ path: String, expecting expected: SourceIdentity? = nil)
         throws(TransferFailure) -> stat
     {
-        // First: a /proc/self file is another process's for the client, and not the file checked.
+        // lstat, not stat: a symlink is looked at before it is followed. First of all, a path
+        // that names one of the reader's open files (/dev/fd/5) names the daemon's, not the
+        // client's: that is what to say, whatever the daemon's descriptor is or is not.
+        var info = stat()
+        let found = lstat(path, &info) == 0
+        let lookupError = errno  // before the calls below change it
+        if !found || info.st_mode & S_IFMT == S_IFLNK, let link = descriptorLink(path) {
+            throw namesADescriptor(path, link)
+        }
+        // Then a /proc/self file is another process's for the client, and not the file checked.
         try refusePseudoFile(path)
-        let info = try statRegularFile(path, expecting: expected)
+        guard found else { throw unreadable(path, errno: lookupError) }
+        if info.st_mode & S_IFMT == S_IFLNK {
+            info = try statRegularFile(path, expecting: expected)
+        } else {
+            if let expected, !expected.matches(info) { throw replaced(path) }
+            try requireRegularFile(info, path)
+        }
         // AT_EACCESS: as an open would be allowed, by the effective IDs and capabilities (plain
         // access(2) asks for the real ones, and for root restores capabilities the daemon dropped).
         guard faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 else { throw unreadable(path) }
@@ -428,6 +444,16 @@ enum SourceCheck {
         0xde5e_81e4: "efivarfs", 0x6165_676c: "pstore", 0xcafe_4a11: "bpf", 0xf97c_ff8c: "selinuxfs",
         0x6573_5543: "fusectl", 0x4249_4e4d: "binfmt_misc",
     ]
+
+    /// /dev/fd/N, /dev/stdin, /proc/self/fd/N and links to them name a file of whichever
+    /// process opens the path: here the daemon's own (`uploadctl add /dev/fd/5` uploaded its
+    /// lock file), never the client's.
+    private static func namesADescriptor(_ path: String, _ link: String) -> TransferFailure {
+        let through = link == path ? "" : " (through \(link))"
+        return .source(
+            "\(path) names a file of whichever process reads it\(through), so uploadd would read one of its own, not yours; write it to a file first (for example: command > FILE) and add that file"
+        )
+    }
 
     /// Refuses a file of a pseudo file system (/proc, /sys), with what to do instead.
     private static func refusePseudoFile(_ path: String) throws(TransferFailure) {
@@ -490,8 +516,8 @@ enum SourceCheck {
     }
 
     /// What a failed `stat`, `open` or `faccessat` of a source means, from errno.
-    private static func unreadable(_ path: String) -> TransferFailure {
-        let error = SystemError("read", path: path)
+    private static func unreadable(_ path: String, errno: Int32 = Glibc.errno) -> TransferFailure {
+        let error = SystemError("read", path: path, errno: errno)
         if error.errno == ENOENT { return .source("\(path) does not exist") }
         return .source(error.description)
     }

@@ -28,17 +28,16 @@ file), 5c607ad 729 million (364,413).
 import argparse
 import bisect
 import collections
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import measure  # noqa: E402  (the benchmark's own modules, beside this folder)
 from daemon import Uploadd  # noqa: E402
+from scratch import Scratch  # noqa: E402  (beside this file)
 
 
 def runnable_copy(build: Path, into: Path, dump: Path) -> Path:
@@ -132,25 +131,9 @@ def main() -> int:
     if len(args.bin) > 2:
         parser.error("give one build, or two to compare")
 
-    env = dict(line.strip().split("=", 1) for line in Path(args.env).read_text().splitlines() if "=" in line)
-    url = env["UPLOADD_TEST_NGINX_URL"] + "/dav/"
-    dav = Path(env["UPLOADD_TEST_NGINX_ROOT"]) / "dav"
-    home = Path(tempfile.mkdtemp(prefix="uploadd-instructions-", dir="/dev/shm"))
-    tag = f"instructions-{os.getpid()}"
-    registry = measure.Registry()
-    try:
-        sources = home / "src"
-        sources.mkdir()
-
-        def files(count: int, prefix: str) -> list[str]:
-            made = []
-            for index in range(count):
-                path = sources / f"{prefix}{index:06d}.bin"
-                path.write_bytes(os.urandom(4096))
-                made.append(str(path))
-            return made
-
-        warm_up, measured = files(300, "w"), files(args.files, "f")
+    with Scratch(args.env, "instructions") as scratch:
+        url, home, tag, registry = scratch.url, scratch.home, scratch.tag, scratch.registry
+        warm_up, measured = scratch.files(300, 4096, "w"), scratch.files(args.files, 4096)
         results = []
         for number, build in enumerate(args.bin):
             dump = home / f"callgrind-{number}"
@@ -186,11 +169,6 @@ def main() -> int:
                 print(f"{before[symbol] / args.files:10,.0f} {after[symbol] / args.files:10,.0f} "
                       f"{(after[symbol] - before[symbol]) / args.files:+10,.0f}  {label}")
         return 0
-    finally:
-        registry.stop_all()
-        for uploaded in dav.glob(f"{tag}-*"):
-            shutil.rmtree(uploaded, ignore_errors=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,17 @@ with it on the disk. Read in the bench README, "What bounds the small-file rows"
 """
 
 import argparse
-import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import measure  # noqa: E402  (the benchmark's own modules, beside this folder)
 from daemon import Uploadd  # noqa: E402
+from scratch import Scratch  # noqa: E402  (beside this file)
 
 
 def nginx_worker(env: dict) -> int | None:
@@ -63,22 +61,11 @@ def main() -> int:
     profile.add_argument("--strace", help="strace -f of the daemon over uploadd's last round, into this file")
     args = parser.parse_args()
 
-    env = dict(line.strip().split("=", 1) for line in Path(args.env).read_text().splitlines() if "=" in line)
-    url = env["UPLOADD_TEST_NGINX_URL"] + "/dav/"
-    dav = Path(env["UPLOADD_TEST_NGINX_ROOT"]) / "dav"
-    worker = nginx_worker(env)
-    nginx_cpu = (lambda: measure.cpu_seconds(worker)) if worker else (lambda: 0.0)
-    home = Path(tempfile.mkdtemp(prefix="uploadd-small-files-", dir="/dev/shm"))
-    tag = f"probe-{os.getpid()}"
-    registry = measure.Registry()
-    try:
-        sources = home / "src"
-        sources.mkdir()
-        files = []
-        for index in range(args.files):
-            path = sources / f"f{index:06d}.bin"
-            path.write_bytes(os.urandom(args.size))
-            files.append(str(path))
+    with Scratch(args.env, "small-files") as scratch:
+        url, home, tag, registry = scratch.url, scratch.home, scratch.tag, scratch.registry
+        worker = nginx_worker(scratch.env)
+        nginx_cpu = (lambda: measure.cpu_seconds(worker)) if worker else (lambda: 0.0)
+        files = scratch.files(args.files, args.size)
         daemon = Uploadd(home / "daemon", registry, binaries=Path(args.bin).resolve(),
                          cache=Path(args.cache) if args.cache else None)
         daemon.start()
@@ -134,11 +121,6 @@ def main() -> int:
         print(f"median files/s: curl {curl_rate:.0f}, uploadd {uploadd_rate:.0f} ({uploadd_rate / curl_rate:.2f}x); "
               f"client CPU {uploadd_cpu / curl_cpu:.2f}x curl's")
         return 0
-    finally:
-        registry.stop_all()
-        for uploaded in dav.glob(f"{tag}-*"):
-            shutil.rmtree(uploaded, ignore_errors=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -426,8 +426,7 @@ enum SourceCheck {
         if info.st_mode & S_IFMT == S_IFLNK {
             info = try statRegularFile(path, expecting: expected)
         } else {
-            if let expected, !expected.matches(info) { throw replaced(path) }
-            try requireRegularFile(info, path)
+            try requireRegularFile(info, path, expecting: expected)
         }
         // AT_EACCESS: as an open would be allowed, by the effective IDs and capabilities (plain
         // access(2) asks for the real ones, and for root restores capabilities the daemon dropped).
@@ -439,7 +438,7 @@ enum SourceCheck {
     /// page (4,096) whatever they hold, so an upload of that many bytes would send nothing, or
     /// the text and then zeros. By `statfs`'s `f_type` (linux/magic.h).
     private static let pseudoFileSystems: [Int: String] = [
-        0x9fa0: "proc", 0x6265_6572: "sysfs", 0x6462_6720: "debugfs", 0x7472_6163: "tracefs",
+        procfs: "proc", 0x6265_6572: "sysfs", 0x6462_6720: "debugfs", 0x7472_6163: "tracefs",
         0x7363_6673: "securityfs", 0x0027_e0eb: "cgroup", 0x6367_7270: "cgroup2", 0x6265_6570: "configfs",
         0xde5e_81e4: "efivarfs", 0x6165_676c: "pstore", 0xcafe_4a11: "bpf", 0xf97c_ff8c: "selinuxfs",
         0x6573_5543: "fusectl", 0x4249_4e4d: "binfmt_misc",
@@ -502,9 +501,16 @@ enum SourceCheck {
     {
         var info = stat()
         guard stat(path, &info) == 0 else { throw unreadable(path) }
+        try requireRegularFile(info, path, expecting: expected)
+        return info
+    }
+
+    /// `info` is of the file `expected` (when given), and a regular file: a `stat`'s checks.
+    private static func requireRegularFile(_ info: stat, _ path: String, expecting expected: SourceIdentity?)
+        throws(TransferFailure)
+    {
         if let expected, !expected.matches(info) { throw replaced(path) }
         try requireRegularFile(info, path)
-        return info
     }
 
     /// `path` names another file than the one the client checked: a file or a symlink was put in

@@ -1,9 +1,10 @@
 import CShims
 import Glibc
+import UploadPlatform
 
 extension SourceCheck {
     /// procfs's magic number (linux/magic.h), as `statfs` reports it.
-    private static let procfs = 0x9fa0
+    static let procfs = 0x9fa0
 
     /// The link on `path`'s way that names an open file of whichever process follows it: a
     /// symlink whose own folder is in procfs (`/proc/self/fd/5`, `/dev/fd/5` through the
@@ -20,7 +21,7 @@ extension SourceCheck {
             if CShims_filesystem_type(folder) == procfs { return current }
             var info = stat()
             guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK,
-                let target = linkTarget(current)
+                let target = FileOps.linkTarget(current), !target.isEmpty
             else { return nil }
             current = target.hasPrefix("/") ? target : (folder == "/" ? "" : folder) + "/" + target
         }
@@ -31,12 +32,5 @@ extension SourceCheck {
     private static func folder(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
         return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
-    }
-
-    private static func linkTarget(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink(path, &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -181,6 +181,15 @@ package enum FileOps {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
+    /// What the symlink at `path` points to, as written in it; nil when it cannot be read (errno
+    /// says why: nothing else runs after the `readlink` then).
+    package static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink(path, &buffer, buffer.count - 1)
+        guard length >= 0 else { return nil }
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Reads a whole file (a config, a key, the journal), as bytes. `followSymlinks: false` for files
     /// in our own folders.
     package static func readFile(_ path: String, followSymlinks: Bool = true) throws -> [UInt8] {

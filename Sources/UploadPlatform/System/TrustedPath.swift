@@ -156,12 +156,10 @@ package enum TrustedPath {
         }
 
         func symlinkTarget(_ here: String) throws(Refusal) -> String {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(here, &buffer, buffer.count - 1)
-            guard count >= 0 else {
+            guard let target = FileOps.linkTarget(here) else {
                 throw refusal("cannot read the symlink \(here): \(String(cString: strerror(errno)))")
             }
-            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return target
         }
     }
 

@@ -18,10 +18,7 @@ struct ImageStep: PreparationStep {
     var timeout: Duration = .seconds(300)
 
     static var helperNextToExecutable: String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let executable =
-            length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "uploadd"
+        let executable = FileOps.linkTarget("/proc/self/exe").flatMap { $0.isEmpty ? nil : $0 } ?? "uploadd"
         return (executable as NSString).deletingLastPathComponent + "/uploadd-image"
     }
 
